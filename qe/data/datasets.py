@@ -1,0 +1,89 @@
+"""Named rated datasets -> lists of :class:`~qe.data.record.Record`.
+
+``load_dataset(name_or_path)``: a registered name (``sample``, ``emnlp17``, ...) or a path to a .jsonl / .csv /
+.txt file. Converters for public datasets read the original files from the data directory
+(:mod:`qe.paths`); ``data/<name>.yaml`` names each file's source, checksum and license.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Callable
+
+from qe.data.record import Record, _check_unique, load_records, record_from_dict
+from qe.errors import RecordError
+from qe.paths import require, resolve_data_dir, resources_dir
+
+_CONVERTERS: dict[str, Callable[..., list[Record]]] = {}
+
+
+def register_dataset(name: str):
+    def deco(fn):
+        _CONVERTERS[name] = fn
+        return fn
+
+    return deco
+
+
+def available_datasets() -> list[str]:
+    return sorted(_CONVERTERS)
+
+
+def load_dataset(name_or_path: str | Path, data_dir: str | Path | None = None, **options) -> list[Record]:
+    key = str(name_or_path)
+    if key in _CONVERTERS:
+        return _CONVERTERS[key](data_dir=data_dir, **options)
+    p = Path(key).expanduser()
+    if p.exists():
+        return load_records(p)
+    raise KeyError(f"{key!r} is neither a known dataset ({', '.join(available_datasets())}) nor an existing file")
+
+
+@register_dataset("sample")
+def sample(data_dir=None) -> list[Record]:
+    """The small rated sample written for this project (embedded; works offline)."""
+    return load_records(resources_dir() / "sample_rated.jsonl")
+
+
+EMNLP17_FILE = "emnlp17/emnlp_data_medians.csv"
+EMNLP17_RATINGS = ("informativeness", "naturalness", "quality")
+#: automatic-metric columns the dataset's authors shipped (computed against their references)
+EMNLP17_METRICS = ("TER", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L", "NIST", "LEPOR", "CIDEr", "METEOR",
+                   "sim.mr.sys", "lev.dist")
+EMNLP17_SYSTEMS = {"Dusek": "TGen", "LOLS": "LOLS", "Wen": "RNNLG"}
+
+
+@register_dataset("emnlp17")
+def emnlp17(data_dir=None, datasets: list[str] | None = None) -> list[Record]:
+    """Novikova et al. 2017 median ratings (BAGEL / SFHOT / SFRES; 2,460 outputs of 3 systems).
+
+    ``output`` is the ``sys_ref`` column (the system output, lower-cased). Ratings: informativeness,
+    naturalness, quality (medians, 1-6). The authors' metric columns go to ``metrics``; ``mr_type`` and
+    ``domain`` to extra fields. No human references are in this file (see ``qe.data.references``).
+    """
+    path = require(resolve_data_dir(data_dir) / EMNLP17_FILE, "EMNLP17 ratings (emnlp_data_medians.csv)")
+    out: list[Record] = []
+    counters: dict[str, int] = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for ln, row in enumerate(csv.DictReader(f), 2):
+            ds = row["dataset"]
+            if datasets and ds not in datasets:
+                continue
+            counters[ds] = counters.get(ds, 0) + 1
+            d = {
+                "id": f"{ds.lower()}-{counters[ds]:05d}",
+                "system": row["system"],
+                "dataset": ds,
+                "mr": row["mr"],
+                "output": row["sys_ref"],
+                "ratings": {k: row[k] for k in EMNLP17_RATINGS},
+                "metrics": {k: row[k] for k in EMNLP17_METRICS},
+                "mr_type": row["mr_type"],
+                "domain": row["domain"],
+            }
+            try:
+                out.append(record_from_dict(d, f"{path}:{ln}"))
+            except RecordError as exc:
+                raise RecordError(f"emnlp17 converter: {exc}") from None
+    _check_unique(out, str(path))
+    return out

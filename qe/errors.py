@@ -1,0 +1,17 @@
+"""Exceptions with messages that name what was wrong and where."""
+
+
+class QEError(Exception):
+    """Base class for errors raised by qe."""
+
+
+class RecordError(QEError, ValueError):
+    """A data record is malformed; the message names the record and the field."""
+
+
+class ExportError(QEError):
+    """An export directory is missing, incomplete, of the wrong kind or of the wrong format version."""
+
+
+class MissingInputError(QEError, ValueError):
+    """A scorer needs an input (MRs, references, sources) that was not given."""

@@ -1,0 +1,151 @@
+"""Export directories: what training writes and scorers read (DESIGN.md, "Export directory").
+
+An export is written into a temporary sibling directory and renamed into place, so a crash never leaves a
+half-written export under the final name. Loading checks ``kind`` and ``format_version`` and says what was
+found and what was expected.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from qe.errors import ExportError
+from qe.version import __version__
+
+MANIFEST = "qe_export.json"
+FORMAT_VERSION = 1
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(chunk), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_files(paths: list[Path]) -> str:
+    """One checksum over several files (names and contents, in the given order)."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.name.encode())
+        h.update(bytes.fromhex(sha256_file(p)))
+    return h.hexdigest()
+
+
+def export_checksum(export_dir: str | Path) -> str:
+    """sha256 over every file of the export except the manifest (stable under renames of the directory)."""
+    d = Path(export_dir)
+    files = sorted(p for p in d.rglob("*") if p.is_file() and p.name != MANIFEST)
+    return sha256_files(files)
+
+
+@contextlib.contextmanager
+def export_writer(
+    dest: str | Path,
+    kind: str,
+    config: dict[str, Any] | None = None,
+    data: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    overwrite: bool = True,
+) -> Iterator[Path]:
+    """Yield a temporary directory to write files into; on success write the manifest and rename it to ``dest``.
+
+    >>> with export_writer("exports/lm", kind="slor", config=cfg) as tmp:
+    ...     save_file(tensors, tmp / "model.safetensors")
+    """
+    dest = Path(dest).resolve()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if dest.exists() and not overwrite:
+        raise ExportError(f"{dest} already exists (pass overwrite=True to replace it)")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    try:
+        manifest_extra: dict[str, Any] = {}
+        yield tmp
+        if extra:
+            manifest_extra.update(extra)
+        manifest = {
+            "kind": kind,
+            "format_version": FORMAT_VERSION,
+            "qe_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "config": config or {},
+            "data": data or {},
+            "metrics": metrics or {},
+            **manifest_extra,
+        }
+        manifest["checksum"] = export_checksum(tmp)
+        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
+            f.write("\n")
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
+            os.replace(dest, old)
+            os.replace(tmp, dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, Path):
+        return str(o)
+    try:
+        import numpy as np
+
+        if isinstance(o, np.generic):
+            return o.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(o)
+
+
+def read_manifest(
+    export_dir: str | Path,
+    expected_kind: str | tuple[str, ...] | None = None,
+    expected_format: int = FORMAT_VERSION,
+) -> dict[str, Any]:
+    """Read and check ``qe_export.json``; raise :class:`ExportError` saying what was found vs expected."""
+    d = Path(export_dir)
+    mf = d / MANIFEST
+    if not d.is_dir():
+        raise ExportError(f"{d}: not a directory; an export is a directory containing {MANIFEST}")
+    if not mf.is_file():
+        raise ExportError(f"{d}: no {MANIFEST} found; this is not a qe export (or it was not written completely)")
+    try:
+        manifest = json.loads(mf.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{mf}: not valid JSON ({exc})") from None
+    for key in ("kind", "format_version"):
+        if key not in manifest:
+            raise ExportError(f"{mf}: field {key!r} is missing")
+    if manifest["format_version"] != expected_format:
+        raise ExportError(
+            f"{d}: export format_version {manifest['format_version']!r} found, {expected_format} expected "
+            f"(written by qe {manifest.get('qe_version', '?')}, this is qe {__version__}); re-export it with this version"
+        )
+    if expected_kind is not None:
+        kinds = (expected_kind,) if isinstance(expected_kind, str) else tuple(expected_kind)
+        if manifest["kind"] not in kinds:
+            raise ExportError(f"{d}: export kind {manifest['kind']!r} found, {' or '.join(map(repr, kinds))} expected")
+    return manifest
+
+
+def verify_checksum(export_dir: str | Path, manifest: dict[str, Any]) -> None:
+    want = manifest.get("checksum")
+    if want is None:
+        return
+    got = export_checksum(export_dir)
+    if got != want:
+        raise ExportError(f"{export_dir}: files changed since export (checksum {got[:12]} != manifest {want[:12]})")

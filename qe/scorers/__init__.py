@@ -1,0 +1,3 @@
+from qe.scorers.base import Scorer, check_texts, normalise_refs
+
+__all__ = ["Scorer", "check_texts", "normalise_refs"]

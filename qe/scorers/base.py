@@ -1,0 +1,138 @@
+"""The scorer contract every metric in qe follows (see ``../shared/DESIGN.md``).
+
+``score(outputs, mrs=None, refs=None, batch_size=None, progress=True) -> list[float]``
+
+* ``outputs`` is a sequence of strings. A non-string item raises ``TypeError`` naming its index.
+  Empty or whitespace-only strings get the score the scorer documents (for LM scores: NaN).
+* ``mrs`` is a sequence of strings aligned with ``outputs``; ``refs`` is a sequence aligned with
+  ``outputs`` whose items are a string (one reference) or a sequence of strings (several).
+* Scores come back in input order, one float per output.
+"""
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from qe.errors import MissingInputError
+
+
+def check_texts(texts: Any, field: str = "outputs") -> list[str]:
+    """Return ``texts`` as a list of str, or raise naming the first offending item."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{field}: expected a sequence of strings, got a single {type(texts).__name__}; wrap it in a list")
+    try:
+        items = list(texts)
+    except TypeError:
+        raise TypeError(f"{field}: expected a sequence of strings, got {type(texts).__name__}") from None
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            raise TypeError(f"{field}[{i}]: expected str, got {type(t).__name__} ({t!r:.60})")
+    return items
+
+
+def normalise_refs(refs: Any, n: int, field: str = "refs") -> list[list[str]]:
+    """Accept one reference (str) or several (sequence of str) per output; return list of lists."""
+    if refs is None:
+        raise MissingInputError(f"{field} are required by this scorer")
+    if isinstance(refs, (str, bytes)):
+        raise TypeError(f"{field}: expected one entry per output, got a single string")
+    refs = list(refs)
+    if len(refs) != n:
+        raise ValueError(f"{field}: got {len(refs)} entries for {n} outputs")
+    out: list[list[str]] = []
+    for i, r in enumerate(refs):
+        if isinstance(r, str):
+            out.append([r])
+        elif isinstance(r, Sequence):
+            rr = list(r)
+            for j, x in enumerate(rr):
+                if not isinstance(x, str):
+                    raise TypeError(f"{field}[{i}][{j}]: expected str, got {type(x).__name__}")
+            out.append(rr)
+        else:
+            raise TypeError(f"{field}[{i}]: expected str or list of str, got {type(r).__name__}")
+    return out
+
+
+class Scorer(abc.ABC):
+    """Base class. Subclasses implement :meth:`_score` (and optionally :meth:`_score_components`)."""
+
+    #: short scorer name used in reports
+    name: str = "scorer"
+    requires_mrs: bool = False
+    requires_refs: bool = False
+    requires_sources: bool = False
+    #: True when a larger score means a better output
+    higher_is_better: bool = True
+
+    def score(
+        self,
+        outputs: Sequence[str],
+        mrs: Sequence[str] | None = None,
+        refs: Sequence[Any] | None = None,
+        batch_size: int | None = None,
+        progress: bool = True,
+        **kwargs: Any,
+    ) -> list[float]:
+        outputs = check_texts(outputs, "outputs")
+        mrs, refs = self._check_inputs(outputs, mrs, refs, kwargs)
+        if not outputs:
+            return []
+        scores = self._score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress, **kwargs)
+        scores = [float(s) for s in scores]
+        if len(scores) != len(outputs):  # a bug in a subclass, never the user's fault
+            raise RuntimeError(f"{self.name}: produced {len(scores)} scores for {len(outputs)} outputs")
+        return scores
+
+    def score_components(
+        self,
+        outputs: Sequence[str],
+        mrs: Sequence[str] | None = None,
+        refs: Sequence[Any] | None = None,
+        batch_size: int | None = None,
+        progress: bool = True,
+        **kwargs: Any,
+    ) -> dict[str, list[float]]:
+        """Per-component scores; single-component scorers return ``{name: scores}``."""
+        outputs = check_texts(outputs, "outputs")
+        mrs, refs = self._check_inputs(outputs, mrs, refs, kwargs)
+        return self._score_components(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress, **kwargs)
+
+    def _score_components(self, outputs, **kw) -> dict[str, list[float]]:
+        return {self.name: self.score(outputs, **kw)}
+
+    @abc.abstractmethod
+    def _score(self, outputs: list[str], *, mrs, refs, batch_size, progress, **kwargs) -> list[float]:
+        ...
+
+    @property
+    def signature(self) -> str:
+        """Short string naming what produced the numbers; subclasses add their options."""
+        from qe.version import __version__
+
+        return f"{self.name}|qe:{__version__}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.signature}>"
+
+    def _check_inputs(self, outputs, mrs, refs, kwargs):
+        n = len(outputs)
+        if mrs is not None:
+            mrs = check_texts(mrs, "mrs")
+            if len(mrs) != n:
+                raise ValueError(f"mrs: got {len(mrs)} entries for {n} outputs")
+        elif self.requires_mrs:
+            raise MissingInputError(f"{self.name} needs meaning representations: pass mrs=[...] aligned with outputs")
+        if refs is not None:
+            refs = normalise_refs(refs, n)
+        elif self.requires_refs:
+            raise MissingInputError(f"{self.name} needs references: pass refs=[...] aligned with outputs")
+        if self.requires_sources and kwargs.get("sources") is None:
+            raise MissingInputError(f"{self.name} needs source documents: pass sources=[...] aligned with outputs")
+        return mrs, refs
+
+
+def nan() -> float:
+    return math.nan
