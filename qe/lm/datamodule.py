@@ -1,0 +1,167 @@
+"""Sentence corpora -> padded ``<s> w1 .. wn`` / ``w1 .. wn </s>`` batches, bucketed by length."""
+from __future__ import annotations
+
+import logging
+import math
+import random
+from typing import Iterator, Sequence
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler
+
+from qe.tokenization import Tokenizer
+
+log = logging.getLogger(__name__)
+
+
+class EncodedSentences(Dataset):
+    def __init__(self, ids: list[np.ndarray]):
+        self.ids = ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.ids[i]
+
+
+def encode_corpus(tokenizer: Tokenizer, sentences: Sequence[str], max_length: int | None = None,
+                  drop_empty: bool = True) -> tuple[list[np.ndarray], int]:
+    """Encode sentences; drop empty ones and (when ``max_length`` is set) ones longer than it. Returns ids, #dropped."""
+    out, dropped = [], 0
+    for ids in tokenizer.encode_batch(list(sentences)):
+        if (drop_empty and not ids) or (max_length is not None and len(ids) > max_length):
+            dropped += 1
+            continue
+        out.append(np.asarray(ids, dtype=np.int64))
+    return out, dropped
+
+
+class BucketBatchSampler(Sampler[list[int]]):
+    """Batches of similar-length sentences: shuffle, cut into buckets of ``bucket_batches`` batches, sort each
+    bucket by length, batch, shuffle the batches. Shards batches across DDP ranks itself (every rank gets the same
+    number of batches). Deterministic for a given seed and epoch."""
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, bucket_batches: int = 50, shuffle: bool = True,
+                 seed: int = 0, num_replicas: int = 1, rank: int = 0):
+        self.lengths = np.asarray(lengths)
+        self.batch_size = batch_size
+        self.bucket = max(1, bucket_batches) * batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def _all_batches(self) -> list[list[int]]:
+        n = len(self.lengths)
+        idx = np.arange(n)
+        rng = np.random.default_rng(self.seed + self.epoch)
+        if self.shuffle:
+            rng.shuffle(idx)
+        else:
+            idx = idx[np.argsort(-self.lengths, kind="stable")]
+        batches = []
+        for s in range(0, n, self.bucket):
+            chunk = idx[s : s + self.bucket]
+            chunk = chunk[np.argsort(-self.lengths[chunk], kind="stable")]
+            batches.extend(chunk[i : i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size))
+        if self.shuffle:
+            order = rng.permutation(len(batches))
+            batches = [batches[i] for i in order]
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batches = self._all_batches()
+        if self.num_replicas > 1:
+            per = len(batches) // self.num_replicas if self.shuffle else math.ceil(len(batches) / self.num_replicas)
+            batches = batches[self.rank :: self.num_replicas][:per]
+        return iter(batches)
+
+    def __len__(self) -> int:
+        n = math.ceil(len(self.lengths) / self.batch_size)  # upper bound used by progress bars
+        if self.num_replicas > 1:
+            n = n // self.num_replicas if self.shuffle else math.ceil(n / self.num_replicas)
+        return n
+
+
+def collate(batch: list[np.ndarray], bos: int, eos: int, pad: int) -> dict[str, torch.Tensor]:
+    L = max(len(x) for x in batch) + 1
+    inp = torch.full((len(batch), L), pad, dtype=torch.long)
+    tgt = torch.full((len(batch), L), pad, dtype=torch.long)
+    for i, x in enumerate(batch):
+        t = torch.from_numpy(x)
+        inp[i, 0] = bos
+        inp[i, 1 : len(x) + 1] = t
+        tgt[i, : len(x)] = t
+        tgt[i, len(x)] = eos
+    return {"inp": inp, "tgt": tgt, "ntokens": torch.tensor(sum(len(x) + 1 for x in batch))}
+
+
+class LMDataModule(pl.LightningDataModule):
+    def __init__(self, tokenizer: Tokenizer, train: Sequence[str], val: Sequence[str], test: Sequence[str] = (),
+                 batch_size: int = 64, bucket_batches: int = 50, max_length: int | None = 128, num_workers: int = 0,
+                 seed: int = 0, eval_batch_size: int | None = None):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.raw = {"train": list(train), "val": list(val), "test": list(test)}
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.bucket_batches = bucket_batches
+        self.max_length = max_length
+        self.num_workers = num_workers
+        self.seed = seed
+        self.data: dict[str, EncodedSentences] = {}
+        self.stats: dict[str, int] = {}
+
+    def has_test(self) -> bool:
+        return bool(self.raw["test"])
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.data:
+            return
+        for split, sents in self.raw.items():
+            # long training sentences are skipped (never cut: a cut sentence would teach a wrong </s>);
+            # validation and test keep every sentence so perplexity covers the whole split
+            ids, dropped = encode_corpus(self.tokenizer, sents, self.max_length if split == "train" else None)
+            self.data[split] = EncodedSentences(ids)
+            self.stats[f"{split}_sentences"] = len(ids)
+            self.stats[f"{split}_tokens"] = int(sum(len(x) for x in ids))
+            self.stats[f"{split}_dropped"] = dropped
+        log.info("LM data: %s", self.stats)
+
+    def _loader(self, split: str, shuffle: bool, batch_size: int) -> DataLoader:
+        ds = self.data[split]
+        world, rank = 1, 0
+        if self.trainer is not None:
+            world, rank = self.trainer.world_size, self.trainer.global_rank
+        sampler = BucketBatchSampler([len(x) for x in ds.ids], batch_size, self.bucket_batches, shuffle,
+                                     self.seed, world, rank)
+        tok = self.tokenizer
+        return DataLoader(ds, batch_sampler=sampler, num_workers=self.num_workers,
+                          collate_fn=_Collate(tok.bos_id, tok.eos_id, tok.pad_id),
+                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available())
+
+    def train_dataloader(self):
+        return self._loader("train", True, self.batch_size)
+
+    def val_dataloader(self):
+        return self._loader("val", False, self.eval_batch_size)
+
+    def test_dataloader(self):
+        return self._loader("test", False, self.eval_batch_size)
+
+
+class _Collate:
+    """Picklable collate function (worker processes)."""
+
+    def __init__(self, bos, eos, pad):
+        self.bos, self.eos, self.pad = bos, eos, pad
+
+    def __call__(self, batch):
+        return collate(batch, self.bos, self.eos, self.pad)

@@ -1,0 +1,152 @@
+"""SLOR, NCE and PPL from an LM export (Kann, Rothe & Filippova 2018, eqs. 1-4).
+
+For a sentence S with tokens t_1..t_n (words or SentencePiece units after the normalisation in
+:mod:`qe.tokenization`):
+
+* ln p_M(S) = sum_{i=1..n+1} ln p(t_i | <s>, t_1..t_{i-1}) with t_{n+1} = </s>: the LM probability of the complete
+  sentence, including the end-of-sentence event (the start symbol is given, not predicted);
+* ln p_u(S) = sum_{i=1..n} ln p_u(t_i) (eq. 2, over the tokens of S; boundary symbols are not tokens of S);
+* |S| = n, the number of tokens of S in the LM's own units (words for WordSLOR, pieces for WPSLOR);
+* SLOR(S) = (ln p_M(S) - ln p_u(S)) / |S|;  NCE(S) = ln p_M(S) / |S|;  PPL(S) = exp(-NCE(S)).
+
+Empty or whitespace-only outputs have n = 0, so all three scores are undefined: they get NaN (and a warning);
+meta-evaluation drops NaN scores and reports how many. Non-string inputs raise ``TypeError`` naming the index.
+Long inputs are scored whole: the LSTM has no window, and the output layer runs over chunks of time steps.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from qe.export import read_manifest, verify_checksum
+from qe.lm.model import LSTMLM
+from qe.lm.task import EXPORT_KIND, MODEL_FILE, UNIGRAM_FILE
+from qe.registry import register_export_kind
+from qe.scorers.base import Scorer
+from qe.tokenization import load_tokenizer
+
+log = logging.getLogger(__name__)
+
+SCORES = ("slor", "nce", "ppl", "logprob")
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class LMScorer(Scorer):
+    def __init__(self, export_dir: str | Path, score: str = "slor", device: str | None = None,
+                 max_tokens: int | None = None, logits_budget: int | None = None, precision: str = "fp32",
+                 verify: bool = True, manifest: dict | None = None):
+        score = score.lower()
+        if score not in SCORES:
+            raise ValueError(f"score={score!r}: choose one of {SCORES}")
+        self.export_dir = Path(export_dir)
+        self.manifest = manifest or read_manifest(self.export_dir, expected_kind=EXPORT_KIND)
+        if verify:
+            verify_checksum(self.export_dir, self.manifest)
+        self.score_type = score
+        self.tokenizer = load_tokenizer(self.export_dir)
+        self.device = pick_device(device)
+        mcfg = dict(self.manifest["config"]["model"])
+        if mcfg["vocab_size"] != self.tokenizer.vocab_size:
+            raise ValueError(f"{export_dir}: model vocabulary {mcfg['vocab_size']} != tokenizer {self.tokenizer.vocab_size}")
+        self.model = LSTMLM(**mcfg)
+        from safetensors.torch import load_file, load_model
+
+        load_model(self.model, str(self.export_dir / MODEL_FILE), device="cpu")
+        self.model.to(self.device).eval()
+        self.unigram = load_file(str(self.export_dir / UNIGRAM_FILE))["logprob"].double().numpy()
+        gpu = self.device.type == "cuda"
+        #: tokens (padded) per forward pass
+        self.max_tokens = int(max_tokens or (262_144 if gpu else 8_192))
+        #: floats of output-layer activations per chunk (bounds memory for long inputs)
+        self.logits_budget = int(logits_budget or (2**30 if gpu else 2**26))
+        if precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError("precision must be fp32, bf16 or fp16")
+        self.precision = precision if gpu else "fp32"
+        unit = "Word" if self.tokenizer.type == "word" else "WP"
+        self.name = f"{unit}{score.upper() if score != 'logprob' else 'LogProb'}"
+        self.higher_is_better = score != "ppl"
+        self._checksum = self.manifest.get("checksum", "")[:12]
+
+    @property
+    def signature(self) -> str:
+        from qe.version import __version__
+
+        return (f"{self.name}|lm:{self.tokenizer.type}-{self.manifest['config']['model']['num_layers']}x"
+                f"{self.manifest['config']['model']['hidden_size']}|V:{self.tokenizer.vocab_size}"
+                f"|export:{self._checksum}|prec:{self.precision}|qe:{__version__}|torch:{torch.__version__}")
+
+    # ---- core computation -------------------------------------------------------------------------------
+    def _raw(self, outputs: list[str], batch_size: int | None, progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ln p_M(S), ln p_u(S), |S|) for each output, in input order."""
+        from tqdm.auto import tqdm
+
+        tok = self.tokenizer
+        ids = tok.encode_batch(outputs)
+        n = np.array([len(x) for x in ids], dtype=np.int64)
+        uni = np.array([self.unigram[x].sum() if len(x) else 0.0 for x in ids], dtype=np.float64)
+        lpm = np.full(len(ids), np.nan)
+        order = np.argsort(-n, kind="stable")
+        order = order[n[order] > 0]
+        V = self.model.vocab_size
+        pbar = tqdm(total=len(order), desc=f"scoring {self.name}", unit="sent", disable=not progress, leave=False)
+        i = 0
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        while i < len(order):
+            L = int(n[order[i]]) + 1
+            bs = max(1, self.max_tokens // L)
+            if batch_size:
+                bs = min(bs, int(batch_size))
+            idx = order[i : i + bs]
+            inp = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
+            tgt = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
+            for r, j in enumerate(idx):
+                t = torch.tensor(ids[j], dtype=torch.long)
+                inp[r, 0] = tok.bos_id
+                inp[r, 1 : len(t) + 1] = t
+                tgt[r, : len(t)] = t
+                tgt[r, len(t)] = tok.eos_id
+            chunk = max(1, min(L, self.logits_budget // (len(idx) * V)))
+            inp, tgt = inp.to(self.device, non_blocking=True), tgt.to(self.device, non_blocking=True)
+            with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
+                lp = self.model.sequence_logprobs(inp, tgt, chunk=chunk)
+            lpm[idx] = lp.cpu().numpy()
+            pbar.update(len(idx))
+            i += len(idx)
+        pbar.close()
+        empty = int((n == 0).sum())
+        if empty:
+            log.warning("%s: %d empty or whitespace-only output(s) scored NaN", self.name, empty)
+        return lpm, uni, n
+
+    @staticmethod
+    def _combine(lpm, uni, n) -> dict[str, np.ndarray]:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nn = np.where(n > 0, n, np.nan)
+            nce = lpm / nn
+            return {"slor": (lpm - uni) / nn, "nce": nce, "ppl": np.exp(-nce), "logprob": lpm}
+
+    def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw) -> list[float]:
+        return self._combine(*self._raw(outputs, batch_size, progress))[self.score_type].tolist()
+
+    def _score_components(self, outputs, *, mrs=None, refs=None, batch_size=None, progress=True, **kw):
+        """All LM scores at once: slor, nce, ppl, logprob, unigram_logprob, length."""
+        lpm, uni, n = self._raw(outputs, batch_size, progress)
+        out = {k: v.tolist() for k, v in self._combine(lpm, uni, n).items()}
+        out["unigram_logprob"] = uni.tolist()
+        out["length"] = n.astype(float).tolist()
+        return out
+
+
+@register_export_kind(EXPORT_KIND)
+def load_lm_scorer(export_dir: Path, manifest: dict, **options: Any) -> LMScorer:
+    return LMScorer(export_dir, manifest=manifest, **options)

@@ -1,0 +1,153 @@
+"""SLOR / NCE / PPL: the scorer against hand computation, input handling, determinism, export checks."""
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import qe
+from qe.errors import ExportError
+from qe.lm.model import LSTMLM
+from qe.lm.task import save_lm_export, unigram_logprobs
+from qe.tokenization import SPECIALS, WordTokenizer
+
+
+def _constant_lm(tmp_path, probs: dict[str, float]):
+    """An LSTM LM whose next-token distribution ignores the context: zero weights, decoder bias = log p.
+
+    Vocabulary: <pad> <unk> <s> </s> a b. Training corpus for the unigram table: "a a b" and "a" (a:3, b:1).
+    """
+    tok = WordTokenizer(list(SPECIALS) + ["a", "b"], lowercase=True)
+    model = LSTMLM(vocab_size=6, embedding_dim=4, hidden_size=4, num_layers=1, dropout=0.0, tie_weights=False)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        bias = torch.full((6,), -1e4)
+        for t, p in probs.items():
+            bias[tok.stoi[t]] = math.log(p)
+        model.decoder.bias.copy_(bias)
+    ids = [np.array([4, 4, 5]), np.array([4])]
+    logp, _ = unigram_logprobs(ids, 6, (0, 2, 3))
+    cfg = dict(vocab_size=6, embedding_dim=4, hidden_size=4, num_layers=1, dropout=0.0, tie_weights=False, pad_id=0)
+    return save_lm_export(tmp_path / "lm", model, tok, logp, cfg)
+
+
+def test_hand_computed_slor_nce_ppl(tmp_path):
+    export = _constant_lm(tmp_path, {"a": 0.5, "b": 0.25, "</s>": 0.25})
+    sc = qe.load(export)
+    # "a b": ln pM = ln .5 + ln .25 (tokens) + ln .25 (</s>); unigram add-one: N=4 tokens, V'={<unk>,a,b} -> 7
+    # p_u(a) = (3+1)/7, p_u(b) = (1+1)/7; |S| = 2
+    lpm = math.log(0.5) + math.log(0.25) + math.log(0.25)
+    lpu = math.log(4 / 7) + math.log(2 / 7)
+    comps = sc.score_components(["a b", "b"], progress=False)
+    assert comps["length"] == [2.0, 1.0]
+    assert comps["logprob"][0] == pytest.approx(lpm, abs=1e-5)
+    assert comps["unigram_logprob"][0] == pytest.approx(lpu, abs=1e-5)
+    assert comps["slor"][0] == pytest.approx((lpm - lpu) / 2, abs=1e-5)
+    assert comps["nce"][0] == pytest.approx(lpm / 2, abs=1e-5)
+    assert comps["ppl"][0] == pytest.approx(math.exp(-lpm / 2), rel=1e-5)
+    # "b": ln pM = ln .25 + ln .25, p_u(b) = 2/7
+    assert comps["slor"][1] == pytest.approx(2 * math.log(0.25) - math.log(2 / 7), abs=1e-5)
+    assert qe.load(export, score="nce").score(["a b"], progress=False)[0] == pytest.approx(lpm / 2, abs=1e-5)
+    assert qe.load(export, score="ppl").score(["a b"], progress=False)[0] == pytest.approx(math.exp(-lpm / 2), rel=1e-5)
+    assert sc.name == "WordSLOR" and "export:" in sc.signature
+
+
+def test_unknown_words_use_unk(tmp_path):
+    export = _constant_lm(tmp_path, {"a": 0.5, "<unk>": 0.25, "</s>": 0.25})
+    comps = qe.load(export).score_components(["a zebra"], progress=False)
+    lpm = math.log(0.5) + math.log(0.25) + math.log(0.25)
+    lpu = math.log(4 / 7) + math.log(1 / 7)  # <unk> never seen in the unigram corpus: (0+1)/7
+    assert comps["slor"][0] == pytest.approx((lpm - lpu) / 2, abs=1e-5)
+
+
+@pytest.fixture
+def random_export(tmp_path, tiny_corpus):
+    tok = WordTokenizer.train(tiny_corpus, max_size=100)
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=tok.vocab_size, embedding_dim=16, hidden_size=16, num_layers=2, dropout=0.0,
+               tie_weights=True, pad_id=0)
+    model = LSTMLM(**cfg)
+    ids = [np.array(tok.encode(s)) for s in tiny_corpus]
+    logp, _ = unigram_logprobs(ids, tok.vocab_size)
+    return save_lm_export(tmp_path / "rnd", model, tok, logp, cfg), model, tok
+
+
+def test_batched_equals_one_by_one_and_naive_loop(random_export):
+    export, model, tok = random_export
+    sents = ["the cat sat .", "a dog", "the hotel has free internet and allows dogs near the river ."]
+    sc = qe.load(export, score="logprob")
+    batched = sc.score(sents, progress=False)
+    single = [sc.score([s], progress=False)[0] for s in sents]
+    assert batched == pytest.approx(single, abs=1e-6)
+    # naive: one forward per prefix, no chunking, no batching
+    model.eval()
+    for s, got in zip(sents, batched):
+        ids = tok.encode(s)
+        inp = [tok.bos_id] + ids
+        tgt = ids + [tok.eos_id]
+        total = 0.0
+        for t in range(len(tgt)):
+            logits, _ = model(torch.tensor([inp[: t + 1]]))
+            total += torch.log_softmax(logits[0, -1], -1)[tgt[t]].item()
+        assert got == pytest.approx(total, abs=1e-4)
+
+
+def test_input_handling(random_export):
+    export, _, _ = random_export
+    sc = qe.load(export)
+    s = sc.score(["the cat sat .", "", "   \t", "the dog"], progress=False)
+    assert not math.isnan(s[0]) and not math.isnan(s[3])
+    assert math.isnan(s[1]) and math.isnan(s[2])  # documented: empty / whitespace-only -> NaN
+    assert sc.score([], progress=False) == []
+    with pytest.raises(TypeError, match=r"outputs\[1\]: expected str, got int"):
+        sc.score(["ok", 3], progress=False)
+    with pytest.raises(TypeError, match="single str"):
+        sc.score("a sentence", progress=False)
+    # very long input: scored whole through time chunks, same as with a large chunk budget
+    long = " ".join(["the cat sat on the mat ."] * 400)  # 2,800 tokens
+    small = qe.load(export, score="logprob", logits_budget=50 * 64, max_tokens=64)
+    big = qe.load(export, score="logprob")
+    a, b = small.score([long], progress=False)[0], big.score([long], progress=False)[0]
+    assert math.isfinite(a) and a == pytest.approx(b, rel=1e-5)
+
+
+def test_scores_in_input_order_and_deterministic(random_export):
+    export, _, _ = random_export
+    sc = qe.load(export)
+    sents = ["a dog", "the hotel has free internet .", "cat", "the food is cheap and the hotel is near ."]
+    first = sc.score(sents, progress=False)
+    again = sc.score(sents, progress=False)
+    assert first == again
+    rev = sc.score(sents[::-1], progress=False)
+    assert rev[::-1] == pytest.approx(first, abs=1e-9)
+
+
+def test_export_kind_and_version_checks(random_export, tmp_path):
+    export, _, _ = random_export
+    mf = export / "qe_export.json"
+    data = json.loads(mf.read_text())
+    from qe.lm.scorer import LMScorer
+
+    data["format_version"] = 99
+    mf.write_text(json.dumps(data))
+    with pytest.raises(ExportError, match=r"format_version 99 found, 1 expected"):
+        qe.load(export)
+    data["format_version"] = 1
+    data["kind"] = "ratpred"
+    mf.write_text(json.dumps(data))
+    with pytest.raises(ExportError, match=r"kind 'ratpred' found, 'slor' expected"):
+        LMScorer(export)
+    with pytest.raises(ExportError, match="no qe_export.json"):
+        qe.load(tmp_path)
+    with pytest.raises(KeyError, match="neither an export directory nor a registered scorer"):
+        qe.load("no-such-scorer")
+
+
+def test_tampered_weights_are_detected(random_export):
+    export, _, _ = random_export
+    with open(export / "unigram.safetensors", "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(ExportError, match="files changed since export"):
+        qe.load(export)
