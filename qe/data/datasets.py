@@ -50,7 +50,7 @@ EMNLP17_RATINGS = ("informativeness", "naturalness", "quality")
 #: automatic-metric columns the dataset's authors shipped (computed against their references)
 EMNLP17_METRICS = ("TER", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L", "NIST", "LEPOR", "CIDEr", "METEOR",
                    "sim.mr.sys", "lev.dist")
-EMNLP17_SYSTEMS = {"Dusek": "TGen", "LOLS": "LOLS", "Wen": "RNNLG"}
+EMNLP17_SYSTEMS = {"Dusek": "TGen", "LOLS": "LOLS", "WEN": "RNNLG"}  # system column -> system name in the paper
 
 
 @register_dataset("emnlp17")

@@ -1,0 +1,89 @@
+"""Training through Hydra + Lightning: train -> export -> load, resume, DDP on CPU, multirun sweeps."""
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+import qe
+from qe.training import build_trainer, run_training
+
+REPO = Path(__file__).resolve().parents[1]
+FAST = ["data=lm_sample", "model=lstm_lm_small", "debug=fast", "logger=csv"]
+
+
+def _cfg(tmp_path, *extra):
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        return compose("train", overrides=[*FAST, f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}",
+                                           f"export_dir={tmp_path}/export", *extra])
+
+
+@pytest.mark.parametrize("tokenizer", ["word", "sp"])
+def test_train_export_load_identical_scores(tmp_path, tokenizer):
+    from qe.lm.task import build
+
+    extra = ["tokenizer=sp", "tokenizer.vocab_size=300"] if tokenizer == "sp" else []
+    cfg = _cfg(tmp_path, *extra)
+    parts = build(cfg)
+    trainer = build_trainer(cfg, parts.callbacks)
+    trainer.fit(parts.module, datamodule=parts.datamodule)
+    export = parts.export(parts.module, parts.datamodule, tmp_path / "export", {}, cfg)
+    sents = ["the restaurant serves italian food .", "food the serves restaurant italian .", "a quiet hotel near the park"]
+    scorer = qe.load(export, score="logprob")
+    got = scorer.score(sents, progress=False)
+    # the same numbers straight from the in-memory trained module
+    tok, model = parts.datamodule.tokenizer, parts.module.model.eval()
+    for s, g in zip(sents, got):
+        ids = tok.encode(s)
+        inp = torch.tensor([[tok.bos_id] + ids])
+        tgt = torch.tensor([ids + [tok.eos_id]])
+        assert g == pytest.approx(model.sequence_logprobs(inp, tgt).item(), abs=1e-5)
+    assert scorer.name == ("WordLogProb" if tokenizer == "word" else "WPLogProb")
+    manifest = qe.export.read_manifest(export)
+    assert manifest["kind"] == "slor" and manifest["data"]["train_sentences"] > 0
+    assert manifest["config"]["tokenizer"]["type"] == tokenizer
+
+
+def test_run_training_tests_exports_and_resumes(tmp_path):
+    m1 = run_training(_cfg(tmp_path, "trainer.max_epochs=1"))
+    assert Path(m1["export_path"]).is_dir() and math.isfinite(m1["val/ppl"])
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    assert last.is_file()
+    step1 = torch.load(last, map_location="cpu", weights_only=True)["global_step"]
+    # same run directory, more epochs: picks up last.ckpt (ckpt_path=last is the default) and continues
+    m2 = run_training(_cfg(tmp_path, "trainer.max_epochs=2"))
+    step2 = torch.load(last, map_location="cpu", weights_only=True)["global_step"]
+    assert step2 == 2 * step1 and step1 > 0
+    assert m2["export_path"] == m1["export_path"]
+    # the CSV logger always writes metrics
+    assert list(tmp_path.glob("csv/**/metrics.csv"))
+
+
+def _run(args, tmp_path, timeout=600):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", QE_ROOT_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, str(REPO / "train.py"), *args], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+@pytest.mark.slow
+def test_ddp_two_processes_on_cpu(tmp_path):
+    r = _run([*FAST, "trainer=ddp_cpu", f"hydra.run.dir={tmp_path}/run", f"export_dir={tmp_path}/export"], tmp_path)
+    assert "export written to" in r.stdout
+    sc = qe.load(tmp_path / "export")
+    assert all(math.isfinite(x) for x in sc.score(["the hotel is near the park ."], progress=False))
+
+
+@pytest.mark.slow
+def test_multirun_sweep(tmp_path):
+    _run(["-m", *FAST, "model.hidden_size=16,32", "model.embedding_dim=16", f"hydra.sweep.dir={tmp_path}/sweep",
+          "demo_sentences=[]"], tmp_path)
+    exports = sorted((tmp_path / "sweep").glob("*/export/qe_export.json"))
+    assert len(exports) == 2
+    sizes = {qe.export.read_manifest(e.parent)["config"]["model"]["hidden_size"] for e in exports}
+    assert sizes == {16, 32}
