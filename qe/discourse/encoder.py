@@ -121,7 +121,7 @@ class ContextualEncoder:
     def encode(self, texts: list[str], progress: bool = False) -> list[PieceEmbeddings]:
         from tqdm.auto import tqdm
 
-        enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True,
+        enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
                              return_attention_mask=False, return_token_type_ids=False)
         ids_all, offs_all = enc["input_ids"], enc["offset_mapping"]
         jobs = []  # (text index, window index, start, piece ids)
