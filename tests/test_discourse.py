@@ -266,3 +266,33 @@ def test_ner18_converter():
     r = recs[0]
     assert r.source and len(r.refs) == 1 and set(r.ratings) == {"coherence", "fluency", "informativeness",
                                                                   "relevance"}
+
+
+def test_ds_sent_scorer_adjacency_and_section5_features(engine):
+    from qe.discourse.analysis import discourse_features, feature_discriminativeness
+    from qe.discourse.scorers import DSSentScorer
+
+    text = "The cat and the dog ran. The cat and the dog sat. A bird sang."
+    p = engine.parse([text])[0]
+    A_u = DSSentScorer("nn", weighted=False, engine=engine).adjacency(p)
+    A_w = DSSentScorer("nn", weighted=True, engine=engine).adjacency(p)
+    assert A_u[0, 1] == 1.0 and A_w[0, 1] == 2.0 and A_u[:, 2].sum() == 0  # two shared foci, bird unshared
+    feats = discourse_features([text, "", "Run!"], engine)
+    assert feats["FREQ (NN)"][0] == 2.0 and feats["Conn-w (NN)"][0] == pytest.approx(2 / 9)
+    assert math.isnan(feats["FREQ (NN)"][1]) and feats["FREQ (NN)"][2] == 0.0 and feats["Conn-u (NN)"][2] == 0.0
+    d = feature_discriminativeness([text, "A bird sang."], ["A bird sang.", "A bird sang."], engine)
+    assert d["FREQ (NN)"]["n"] == 1 and d["FREQ (NN)"]["D"] == 1.0  # identical pair excluded
+
+
+def test_entity_matching_joint_vs_exact(engine, tmp_path):
+    from qe.discourse.engine import DiscourseEngine
+    from qe.discourse.scorers import DSFocusScorer
+
+    p = tmp_path / "v.txt"
+    p.write_text("car 1 0\nvehicle 0.95 0.3\ntree 0 1\n")
+    eng = DiscourseEngine(model=engine.model, device="cpu", vectors=str(p))
+    hyp, ref = "The car stopped. The vehicle left.", "The car stopped near a tree."
+    exact = DSFocusScorer("entity", engine=eng, no_common_foci=math.nan).score([hyp], refs=[ref], progress=False)
+    joint = DSFocusScorer("entity", engine=eng, entity_matching="joint").score([hyp], refs=[ref], progress=False)
+    assert math.isnan(exact[0])  # {car, vehicle} in the hypothesis vs {car} in the reference: no exact match
+    assert joint[0] > 0  # one joint entity {car, vehicle} shared by both texts
