@@ -296,3 +296,12 @@ def test_entity_matching_joint_vs_exact(engine, tmp_path):
     joint = DSFocusScorer("entity", engine=eng, entity_matching="joint").score([hyp], refs=[ref], progress=False)
     assert math.isnan(exact[0])  # {car, vehicle} in the hypothesis vs {car} in the reference: no exact match
     assert joint[0] > 0  # one joint entity {car, vehicle} shared by both texts
+
+
+def test_discoscore_separate_sentence_encoder(tiny_bert):
+    import qe
+
+    ds = qe.load("discoscore", model=tiny_bert, sent_model=tiny_bert, device="cpu")
+    assert ds.sent_engine is not ds.engine and f"sent_enc:{tiny_bert}" in ds.signature
+    assert all(v.engine is ds.sent_engine for v in ds.variants[4:])
+    assert ds.score(["The cat sat."], refs=["The cat sat."], progress=False) == [0.0]

@@ -41,21 +41,23 @@ PAPER_TABLE7 = {
 PAPER_TABLE5 = {"DS-Focus (NN)": 10.42, "DS-Sent-u (NN)": 3.81, "BARTScore": 24.78, "PRISM": 18.89}
 
 
-def variants(engine):
-    """(label, scorer) pairs: every DiscoScore variant, the baselines, and two documented sensitivity checks."""
+def variants(engine, sent_engine=None):
+    """(label, scorer) pairs: every DiscoScore variant, the baselines, and two documented sensitivity checks.
+    DS-Sent variants use ``sent_engine`` when given (the paper encodes DS-Sent with BERT-NLI)."""
     from qe.discourse.scorers import (CohesionScorer, DSFocusScorer, DSSentScorer, GraphCoherenceScorer,
                                       LexicalChainScorer)
 
     e = engine
+    s = sent_engine or engine
     return [
         ("DS-Focus (NN)", DSFocusScorer("nn", engine=e)),
         ("DS-Focus (Entity)", DSFocusScorer("entity", 0.8, engine=e)),
         ("DS-Focus* (NN)", DSFocusScorer("nn", average="f", engine=e)),
         ("DS-Focus* (Entity)", DSFocusScorer("entity", 0.8, average="f", engine=e)),
-        ("DS-Sent-u (NN)", DSSentScorer("nn", False, engine=e)),
-        ("DS-Sent-u (Entity)", DSSentScorer("entity", False, 0.8, engine=e)),
-        ("DS-Sent-w (NN)", DSSentScorer("nn", True, engine=e)),
-        ("DS-Sent-w (Entity)", DSSentScorer("entity", True, 0.8, engine=e)),
+        ("DS-Sent-u (NN)", DSSentScorer("nn", False, engine=s)),
+        ("DS-Sent-u (Entity)", DSSentScorer("entity", False, 0.8, engine=s)),
+        ("DS-Sent-w (NN)", DSSentScorer("nn", True, engine=s)),
+        ("DS-Sent-w (Entity)", DSSentScorer("entity", True, 0.8, engine=s)),
         ("RC", CohesionScorer("rc", engine=e)),
         ("LC", CohesionScorer("lc", engine=e)),
         ("Entity Graph", GraphCoherenceScorer(False, engine=e)),
@@ -107,19 +109,21 @@ def dataset_statistics(records, engine) -> dict:
 
 
 def run(model: str = "minilm", lowercase: bool = True, data_dir=None, out_dir: str | None = "outputs/discoscore",
-        progress: bool = True, **engine_kw) -> dict:
+        progress: bool = True, sent_model: str | None = None, **engine_kw) -> dict:
     from qe.data.datasets import load_dataset
     from qe.discourse.engine import DiscourseEngine
 
     records = load_dataset("ner18", data_dir=data_dir)
     engine = DiscourseEngine(model=model, lowercase=lowercase, **engine_kw)
+    sent_engine = DiscourseEngine(model=sent_model, lowercase=lowercase, **engine_kw) if sent_model else None
     outputs = [r.output for r in records]
     refs = [r.refs for r in records]
     t0 = time.time()
-    engine.embed(list(dict.fromkeys(outputs + [x for rs in refs for x in rs])), progress=progress)
+    for eng in filter(None, (engine, sent_engine)):
+        eng.embed(list(dict.fromkeys(outputs + [x for rs in refs for x in rs])), progress=progress)
     t_enc = time.time() - t0
     results = {}
-    for label, sc in variants(engine):
+    for label, sc in variants(engine, sent_engine):
         t = time.time()
         s = np.asarray(sc.score(outputs, refs=refs if sc.requires_refs else None, progress=False), dtype=float)
         sign = 1.0 if sc.higher_is_better else -1.0
@@ -130,7 +134,8 @@ def run(model: str = "minilm", lowercase: bool = True, data_dir=None, out_dir: s
         row["summary_docs"] = {a: summary_level(records, sign * s, a)[1] for a in ASPECTS}
         results[label] = row
     stats = dataset_statistics(records, engine)
-    report = {"dataset": "NeR18", "n": len(records), "model": model, "lowercase": lowercase,
+    report = {"dataset": "NeR18", "n": len(records), "model": model, "sent_model": sent_model or model,
+              "lowercase": lowercase,
               "engine": engine.signature(), "encode_seconds": round(t_enc, 2), "results": results,
               "statistics": stats, "total_seconds": round(time.time() - t0, 2)}
     if out_dir:
@@ -175,7 +180,9 @@ def markdown(report: dict) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="minilm", help="HF encoder name or path (default: offline MiniLM)")
-    ap.add_argument("--layer", type=int, default=None, help="hidden layer to use (default: last)")
+    ap.add_argument("--sent-model", default=None, help="encoder for the DS-Sent variants (paper: BERT-NLI); "
+                    "default: --model")
+    ap.add_argument("--layer", type=int, default=None, help="hidden layer to use (default: last; paper: 8)")
     ap.add_argument("--no-lowercase", action="store_true", help="do not lower-case texts (authors do)")
     ap.add_argument("--vectors", default="spacy", help="word vectors for entities: 'spacy' or a word2vec text file")
     ap.add_argument("--data-dir", default=None)
@@ -183,8 +190,9 @@ def main(argv=None) -> None:
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.ERROR if a.quiet else logging.WARNING)
-    rep = run(a.model, not a.no_lowercase, a.data_dir, a.out, progress=not a.quiet, layer=a.layer, vectors=a.vectors)
-    print(f"# NeR18, encoder {rep['model']}, {rep['engine']}, {rep['n']} summaries, "
+    rep = run(a.model, not a.no_lowercase, a.data_dir, a.out, progress=not a.quiet, sent_model=a.sent_model,
+              layer=a.layer, vectors=a.vectors)
+    print(f"# NeR18, encoder {rep['model']} (DS-Sent: {rep['sent_model']}), {rep['engine']}, {rep['n']} summaries, "
           f"{rep['total_seconds']} s\n")
     print(markdown(rep))
 

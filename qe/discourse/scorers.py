@@ -247,26 +247,37 @@ class DSSentScorer(DiscourseScorer):
 
 
 class DiscoScoreScorer(DiscourseScorer):
-    """All DiscoScore variants on one shared engine: ``score`` is DS-Focus (NN), the paper's best overall
-    variant; ``score_components`` returns every variant (keys are the variants' names)."""
+    """All DiscoScore variants on shared engines: ``score`` is DS-Focus (NN), the paper's best overall variant;
+    ``score_components`` returns every variant (keys are the variants' names).
+
+    The paper encodes DS-Focus with Conpono and DS-Sent with BERT-NLI: pass ``model=`` for the DS-Focus encoder
+    and ``sent_model=`` for a different DS-Sent encoder (a second engine with the same other options); by
+    default both use ``model``.
+    """
 
     requires_refs = True
     higher_is_better = False
     name = "DiscoScore"
 
-    def __init__(self, focus_threshold: float = 0.8, sent_threshold: float = 0.8,
-                 engine: DiscourseEngine | None = None, **options: Any):
+    def __init__(self, focus_threshold: float = 0.8, sent_threshold: float = 0.8, sent_model: str | None = None,
+                 engine: DiscourseEngine | None = None, sent_engine: DiscourseEngine | None = None,
+                 **options: Any):
+        eng_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS}
         super().__init__(engine, **options)
         e = self.engine
+        if sent_engine is None:
+            sent_engine = e if sent_model is None else DiscourseEngine(**{**eng_kw, "model": sent_model})
+        self.sent_engine = s = sent_engine
         self.variants: list[DiscourseScorer] = [
             DSFocusScorer("nn", engine=e), DSFocusScorer("entity", focus_threshold, engine=e),
             DSFocusScorer("nn", average="f", engine=e), DSFocusScorer("entity", focus_threshold, average="f", engine=e),
-            DSSentScorer("nn", False, engine=e), DSSentScorer("entity", False, sent_threshold, engine=e),
-            DSSentScorer("nn", True, engine=e), DSSentScorer("entity", True, sent_threshold, engine=e),
+            DSSentScorer("nn", False, engine=s), DSSentScorer("entity", False, sent_threshold, engine=s),
+            DSSentScorer("nn", True, engine=s), DSSentScorer("entity", True, sent_threshold, engine=s),
         ]
 
     def _options(self) -> str:
-        return f"focus_thr:{self.variants[1].threshold}|sent_thr:{self.variants[5].threshold}"
+        sent = f"|sent_enc:{self.sent_engine.model}" if self.sent_engine is not self.engine else ""
+        return f"focus_thr:{self.variants[1].threshold}|sent_thr:{self.variants[5].threshold}{sent}"
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw):
         return self.variants[0]._score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress)
