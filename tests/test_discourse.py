@@ -305,3 +305,15 @@ def test_discoscore_separate_sentence_encoder(tiny_bert):
     assert ds.sent_engine is not ds.engine and f"sent_enc:{tiny_bert}" in ds.signature
     assert all(v.engine is ds.sent_engine for v in ds.variants[4:])
     assert ds.score(["The cat sat."], refs=["The cat sat."], progress=False) == [0.0]
+
+
+def test_batching_and_padding_do_not_change_embeddings(tiny_bert):
+    from qe.discourse.encoder import ContextualEncoder
+
+    enc = ContextualEncoder(tiny_bert, device="cpu", max_tokens=64)
+    texts = ["the cat sat .", " ".join(["a dog barked at the bird ."] * 6), "it is"]
+    one = enc.encode(texts, batch_size=1)
+    many = enc.encode(texts)
+    for a, b in zip(one, many):
+        np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-5)
+        assert (a.offsets == b.offsets).all()

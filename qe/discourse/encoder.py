@@ -118,7 +118,8 @@ class ContextualEncoder:
         lay = "last" if self.layer is None else str(self.layer)
         return f"enc:{self.model_name}|layer:{lay}|win:{self.window}/{self.stride}|transformers:{transformers.__version__}"
 
-    def encode(self, texts: list[str], progress: bool = False) -> list[PieceEmbeddings]:
+    def encode(self, texts: list[str], progress: bool = False, batch_size: int | None = None) -> list[PieceEmbeddings]:
+        """Piece embeddings per text; ``batch_size`` caps the windows per forward pass (on top of the token budget)."""
         from tqdm.auto import tqdm
 
         enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
@@ -141,6 +142,8 @@ class ContextualEncoder:
         while i < len(order):
             L = len(jobs[order[i]][3]) + 2
             bs = max(1, self.max_tokens // L)
+            if batch_size:
+                bs = min(bs, int(batch_size))
             batch = [jobs[k] for k in order[i : i + bs]]
             feats = [self._prefix + list(b[3]) + self._suffix for b in batch]
             width = max(len(f) for f in feats)

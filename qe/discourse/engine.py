@@ -141,11 +141,11 @@ class DiscourseEngine:
                 self._parsed.put(t, p)
         return [self._parsed.get_(t) or parse_texts([t], self.nlp, self.splitter, self.lowercase)[0] for t in texts]
 
-    def embed(self, texts: list[str], progress: bool = False) -> list[TextEmbedding]:
+    def embed(self, texts: list[str], progress: bool = False, batch_size: int | None = None) -> list[TextEmbedding]:
         todo = [t for t in dict.fromkeys(texts) if self._embedded.get_(t) is None]
         if todo:
             parsed = self.parse(todo)
-            pieces = self.encoder.encode([p.text for p in parsed], progress=progress)
+            pieces = self.encoder.encode([p.text for p in parsed], progress=progress, batch_size=batch_size)
             for t, p, pe in zip(todo, parsed, pieces):
                 self._embedded.put(t, pool_pieces(p, pe.offsets, pe.vectors, self.subword))
         out = []

@@ -159,7 +159,7 @@ class DSFocusScorer(DiscourseScorer):
         texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))
         parsed = dict(zip(texts, self.engine.parse(texts)))
         nonempty = [t for t in texts if not parsed[t].empty]
-        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress)))
+        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress, batch_size=batch_size)))
         scores, n_empty, n_nocommon = [], 0, 0
         for out, rs in zip(outputs, refs):
             ph = parsed[out]
@@ -226,7 +226,7 @@ class DSSentScorer(DiscourseScorer):
         texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))
         parsed = dict(zip(texts, self.engine.parse(texts)))
         nonempty = [t for t in texts if not parsed[t].empty]
-        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress)))
+        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress, batch_size=batch_size)))
         scores, n_empty = [], 0
         for out, rs in zip(outputs, refs):
             ph = parsed[out]
