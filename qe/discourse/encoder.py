@@ -60,13 +60,19 @@ def window_starts(n: int, width: int, stride: int) -> list[int]:
 
 
 def assign_to_windows(n: int, width: int, starts: list[int]) -> np.ndarray:
-    """For each of ``n`` pieces, the window (index into ``starts``) in which it is closest to the centre."""
-    pos = np.arange(n)[:, None]
-    st = np.asarray(starts)[None, :]
-    inside = (pos >= st) & (pos < st + width)
-    centre = st + (np.minimum(width, n) - 1) / 2.0
-    dist = np.where(inside, np.abs(pos - centre), np.inf)
-    return dist.argmin(axis=1)
+    """For each of ``n`` pieces, the window (index into ``starts``) in which it is closest to the centre.
+
+    O(n) memory: each window only visits its own pieces (ties go to the earlier window)."""
+    owner = np.zeros(n, dtype=np.int64)
+    best = np.full(n, np.inf)
+    half = (min(width, n) - 1) / 2.0
+    for w, s in enumerate(starts):
+        pos = np.arange(s, min(s + width, n))
+        dist = np.abs(pos - (s + half))
+        better = dist < best[pos]
+        best[pos[better]] = dist[better]
+        owner[pos[better]] = w
+    return owner
 
 
 class ContextualEncoder:
