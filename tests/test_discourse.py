@@ -317,3 +317,22 @@ def test_batching_and_padding_do_not_change_embeddings(tiny_bert):
     for a, b in zip(one, many):
         np.testing.assert_allclose(a.vectors, b.vectors, atol=1e-5)
         assert (a.offsets == b.offsets).all()
+
+
+def test_ner18_correlation_protocols_on_synthetic_records():
+    from qe.data.record import Record
+    from qe.discourse.ner18 import summary_level, system_level
+
+    recs, scores = [], []
+    for doc in range(3):
+        for k, sy in enumerate(["a", "b", "c", "d"]):
+            rating = k + 0.1 * doc
+            recs.append(Record(id=f"{doc}-{sy}", output="x", system=sy, ratings={"coherence": rating},
+                               extra={"group": str(doc)}))
+            scores.append(10 * k if doc != 2 else -k)  # document 2 ranks the systems the other way round
+    s = np.asarray(scores, dtype=float)
+    assert system_level(recs, s, "coherence") == pytest.approx(1.0)  # system means still in rating order
+    tau, n_docs = summary_level(recs, s, "coherence")
+    assert n_docs == 3 and tau == pytest.approx((1 + 1 - 1) / 3)
+    s[0] = math.nan  # NaN scores are left out of means and per-document rankings
+    assert system_level(recs, s, "coherence") == pytest.approx(1.0)
