@@ -87,3 +87,26 @@ def emnlp17(data_dir=None, datasets: list[str] | None = None) -> list[Record]:
                 raise RecordError(f"emnlp17 converter: {exc}") from None
     _check_unique(out, str(path))
     return out
+
+
+NER18_FILE = "newsroom/ner18.jsonl"
+NER18_RATINGS = ("coherence", "fluency", "informativeness", "relevance")
+
+
+@register_dataset("ner18")
+def ner18(data_dir=None) -> list[Record]:
+    """NeR18: Newsroom human evaluation (Grusky et al. 2018) as packaged by DiscoScore; 7 systems x 60 documents.
+
+    The file is already in the record format (``source`` article, ``refs`` = [the reference summary], ``output``
+    the system summary, ratings coherence / fluency / informativeness / relevance, means of 3 ratings on 1-5);
+    the document id is kept in the extra field ``group``. Every record is validated on reading.
+    """
+    path = require(resolve_data_dir(data_dir) / NER18_FILE, "NeR18 (newsroom/ner18.jsonl)")
+    recs = load_records(path)
+    for r in recs:
+        missing = [k for k in NER18_RATINGS if k not in r.ratings]
+        if not r.refs or r.source is None or missing or "group" not in r.extra:
+            what = "refs" if not r.refs else "source" if r.source is None else \
+                f"ratings.{missing[0]}" if missing else "group"
+            raise RecordError(f"{path} (id={r.id!r}): field {what!r} is missing or empty")
+    return recs

