@@ -12,7 +12,8 @@ Levels and protocols (every table names its own):
   sets I and II) when a system is marked as human.
 
 p-values: analytic (scipy) for ``none`` and system level; for the averaged protocols, which have no analytic
-test, the percentile-bootstrap p-value over groups. The correction (none / Bonferroni / Holm) is applied across
+test, the percentile-bootstrap p-value over groups (only with at least ``MIN_BOOTSTRAP_GROUPS`` groups; it
+reflects the spread between groups, not the sampling error inside them). The correction (none / Bonferroni / Holm) is applied across
 the metrics of one table column: same level, protocol, subset, rating aspect and coefficient.
 """
 from __future__ import annotations
@@ -31,6 +32,10 @@ from qe.evaluation import stats as S
 from qe.evaluation.scoring import MetricInfo
 
 log = logging.getLogger(__name__)
+
+#: an averaged correlation gets a bootstrap CI / p-value only when at least this many groups define it (resampling
+#: two or three group means says nothing about the sampling error)
+MIN_BOOTSTRAP_GROUPS = 5
 
 
 @dataclass
@@ -266,7 +271,8 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
                 if proto == "item" and d.item is None:
                     continue
                 for sname, mask in scopes:
-                    groups = (d.system if proto == "sys" else d.item)[mask]
+                    # per system: a unit is a system within a dataset (dataset/system when datasets are pooled)
+                    groups = (system_units(d, mask, pooled_all and sname == "all") if proto == "sys" else d.item)[mask]
                     x, h = x_all[mask], h_all[mask]
                     dropped = int((np.isnan(x) | np.isnan(h)).sum())
                     for meth in st.methods:
@@ -275,7 +281,7 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
                                         units="systems" if proto == "sys" else "items", rating=a, metric=m,
                                         method=meth, r=g.r, n=g.n_groups, n_dropped=dropped,
                                         groups_skipped=g.n_groups_skipped, p_kind="bootstrap")
-                        if st.bootstrap_n and g.n_groups >= 2:
+                        if st.bootstrap_n and g.n_groups >= MIN_BOOTSTRAP_GROUPS:
                             b = S.bootstrap_averaged(list(g.per_group.values()), st.bootstrap_n, st.ci,
                                                      _seed(st.seed, proto, sname, a, m, meth), st.tails, sgn)
                             row.update(p=b.p, ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
@@ -300,12 +306,15 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
         unit_desc = "dataset/system pairs" if pooled else "systems"
         for set_name, keep in sets:
             mm = means[keep]
+            if len(mm) < 3:
+                notes.append(f"System level, {sname} · {set_name}: only {len(mm)} units, so no correlation is defined; "
+                             "pairwise accuracy only (`system_accuracy.csv`).")
             for a in aspects:
                 H = mm[f"rating:{a}"].to_numpy(float)
                 for m in metrics:
                     X = mm[f"metric:{m}"].to_numpy(float)
                     sgn = d.sign(m)
-                    for meth in st.methods:
+                    for meth in st.methods if len(mm) >= 3 else ():
                         c = S.correlation(X, H, meth, st.tails, sgn)
                         row = _corr_row(level="system", protocol="system means", subset=f"{sname} · {set_name}",
                                         units=unit_desc, rating=a, metric=m, method=meth, r=c.r, p=c.p,

@@ -33,6 +33,19 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
+def _save(fig, path: Path, dpi: int) -> None:
+    """PNG with an adaptive 256-colour palette: a third of the size of matplotlib's RGBA output."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    buf.seek(0)
+    img = Image.open(buf).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    img.save(path, format="PNG", optimize=True)
+
+
 def _grid(n: int, ncols: int = 4, w: float = 2.6, h: float = 2.1):
     plt = _plt()
     ncols = max(1, min(ncols, n))
@@ -81,7 +94,7 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
         fig.suptitle(f"metric vs human {a} (jittered), least-squares line", fontsize=9)
         fig.tight_layout()
         p = out_dir / f"{prefix}scatter_{_safe(a)}.png"
-        fig.savefig(p, dpi=dpi)
+        _save(fig, p, dpi)
         plt.close(fig)
         written.append(p)
 
@@ -105,7 +118,7 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
         fig.suptitle(f"metric scores per human {a} band (n per band)", fontsize=9)
         fig.tight_layout()
         p = out_dir / f"{prefix}bands_{_safe(a)}.png"
-        fig.savefig(p, dpi=dpi)
+        _save(fig, p, dpi)
         plt.close(fig)
         written.append(p)
 
@@ -131,7 +144,7 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
             ax.legend(fontsize=6, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
             fig.tight_layout()
             p = out_dir / f"{prefix}systems_{_safe(a)}.png"
-            fig.savefig(p, dpi=dpi)
+            _save(fig, p, dpi)
             plt.close(fig)
             written.append(p)
     return written

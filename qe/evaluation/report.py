@@ -76,6 +76,11 @@ class ReportWriter:
         sel = c[(c.level == level) & (c.protocol == protocol) & (c.subset == subset)]
         if sel.empty:
             return None
+        if sel["r"].isna().all():
+            sk = int(sel["groups_skipped"].max())
+            return (f"_No correlation is defined here (n = {int(sel['n'].max())} {sel['units'].iloc[0]}"
+                    + (f"; {sk} groups with fewer than {self.st.min_group_size} outputs or a constant side" if sk else "")
+                    + ")._")
         aspects = list(self.d.ratings)
         header = ["metric"] + [f"{a[:4]}. {ABBR[m]}" for a in aspects for m in methods]
         rows = []
@@ -184,7 +189,7 @@ class ReportWriter:
                     else "Instance level — protocol: per system, then averaged (average_by=sys)")
             p.append(f"## {name}\n")
             p.append("Correlation inside each group, then the unweighted mean over groups where it is defined. "
-                     "p-values: percentile bootstrap over groups. " + self.sig_note() + ".\n")
+                     "p-values: percentile bootstrap over groups (at least 5 groups; none with fewer). " + self.sig_note() + ".\n")
             for s in c[(c.level == "instance") & (c.protocol == proto)]["subset"].unique():
                 t = self.corr_table("instance", proto, s, st.methods)
                 if t:

@@ -123,7 +123,11 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     cols = _plain(cfg.get("metric_columns", "all"))
     stats = _plain(cfg.get("stats")) or {}
     ratings = _plain(cfg.get("ratings")) or None
-    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True), encoding="utf-8")
+    try:
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    except Exception:  # ${hydra:...} interpolations only resolve inside a Hydra run (compose API)
+        resolved = OmegaConf.to_yaml(cfg)
+    (out_dir / "config.yaml").write_text(resolved, encoding="utf-8")
     command = _command(cfg, entry)
     label = ds.get("label") or ds.name
     result = evaluate_records(
