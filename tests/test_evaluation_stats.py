@@ -264,3 +264,50 @@ def test_system_level_bootstrap_resamples_systems():
     row = res.correlations.query("level == 'system'").iloc[0]
     # resampling 3 systems (not 120 outputs): some resamples repeat one system and are undefined
     assert row.ci_valid < 200 and row.ci_low <= row.r <= row.ci_high
+
+
+def _pairs_data(test_items=True):
+    """Three systems on 30 shared items: A clearly better than C, B in between (ratings 1-6)."""
+    rng = np.random.default_rng(9)
+    systems, items, h, good, bad = [], [], [], [], []
+    for i in range(30):
+        base = rng.uniform(2, 4)
+        for s, shift in (("A", 1.5), ("B", 0.7), ("C", 0.0)):
+            r = float(np.clip(np.round((base + shift + rng.normal(0, 0.3)) * 2) / 2, 1, 6))
+            systems.append(s)
+            items.append(f"D\x1fmr{i}")
+            h.append(r)
+            good.append(r + rng.normal(0, 0.2))
+            bad.append(-r + rng.normal(0, 0.2))
+    n = len(h)
+    return EvalData(ids=np.array([f"x{i}" for i in range(n)], dtype=object), system=np.array(systems, dtype=object),
+                    dataset=np.array(["D"] * n, dtype=object), item=np.array(items, dtype=object) if test_items else None,
+                    ratings={"q": np.array(h)}, metrics={"good": np.array(good), "bad": np.array(bad)},
+                    info={"good": MetricInfo("good", "column"), "bad": MetricInfo("bad", "column")})
+
+
+def test_table9_counts_predicted_significant_differences():
+    d = _pairs_data()
+    res = analyse(d, Settings(methods=["pearson"], bootstrap_n=0, permutation_n=0, williams=False, protocols=["none"]),
+                  progress=False)
+    sp = res.system_pairs
+    assert list(sp.test.unique()) == ["Wilcoxon signed-rank"] and len(sp) == 3 and sp.significant.all()
+    # Bonferroni across the 3 pairs, p from scipy's Wilcoxon on the item-paired ratings
+    a = d.ratings["q"][d.system == "A"]
+    c = d.ratings["q"][d.system == "C"]
+    row = sp[(sp.system_a == "A") & (sp.system_b == "C")].iloc[0]
+    assert row.p == pytest.approx(scipy.stats.wilcoxon(a, c).pvalue) and row.p_adj == pytest.approx(min(1, 3 * row.p))
+    assert row.better == "A"
+    pred = res.predicted.set_index("metric")
+    assert pred.loc["good", "predicted"] == 3 and pred.loc["bad", "predicted"] == 0 and pred.loc["good", "significant"] == 3
+
+
+def test_tukey_without_items_matches_statsmodels():
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+
+    d = _pairs_data(test_items=False)
+    res = analyse(d, Settings(methods=["pearson"], bootstrap_n=0, permutation_n=0, williams=False, protocols=["none"]),
+                  progress=False)
+    assert any("Tukey HSD instead of Wilcoxon" in n for n in res.notes)
+    ref = pairwise_tukeyhsd(d.ratings["q"], d.system)
+    np.testing.assert_allclose(res.system_pairs["p"].to_numpy(), ref.pvalues)

@@ -124,7 +124,7 @@ class ReportWriter:
             ["error measures", f"MSE after the least-squares line (Kann et al. eq. 6); MAE / RMSE after min–max mapping into the rating range"
                                + (f", rounded to {st.round_to:g} steps" if st.round_to else "") + " (Dušek et al.)"],
             ["system differences", f"{'Wilcoxon signed-rank, ratings paired by item' if st.pairwise_test == 'wilcoxon' else 'Tukey HSD'}, "
-                                   f"{st.pairwise_correction} across system pairs, α = {st.pairwise_alpha:g}"],
+                                   f"{CORR_NAMES[st.pairwise_correction] if st.pairwise_test == 'wilcoxon' else 'Tukey-corrected'} across system pairs, α = {st.pairwise_alpha:g}"],
         ], "ll"))
         p.append("")
 
@@ -363,7 +363,7 @@ class ReportWriter:
         test = sp["test"].iloc[0]
         p.append(f"Which pairs of systems do humans rate differently? {test}"
                  + (" on ratings paired by item (each system's ratings averaged per item first)" if test.startswith("Wilcoxon") else "")
-                 + f"; {st.pairwise_correction if test.startswith('Wilcoxon') else 'Tukey'} correction across the pairs of each "
+                 + f"; {st.pairwise_correction.capitalize() if test.startswith('Wilcoxon') else 'Tukey'} correction across the pairs of each "
                  f"rating aspect; α = {st.pairwise_alpha:g}, two-tailed.\n")
         rows = [[r.rating, r.dataset, r.system_a, r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2), fp(r.p), fp(r.p_adj),
                  ("**" + r.better + "**") if r.significant else "n.s."] for r in sp.itertuples()]
