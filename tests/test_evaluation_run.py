@@ -47,6 +47,14 @@ class _Counting(Scorer):
         return [float(len(o)) for o in outputs]
 
 
+@qe.register_scorer("test-nan")
+class _NaNEveryTenth(Scorer):
+    name = "test-nan"
+
+    def _score(self, outputs, **kw):
+        return [math.nan if i % 10 == 0 else float(len(o)) for i, o in enumerate(outputs)]
+
+
 @qe.register_scorer("test-boom")
 class _Boom(Scorer):
     name = "test-boom"
@@ -208,3 +216,29 @@ def test_emnlp17_metric_columns_match_the_csv(cfg_for, tmp_path):
     key = ("system", "system means", "all · all systems", "quality", "TER", "pearson")
     assert c.loc[key, "r"] == pytest.approx(scipy.stats.pearsonr(sys_means.TER, sys_means.quality).statistic)
     assert c.loc[key, "n"] == 6
+
+
+def test_nan_scores_dropped_and_counted_and_components(tmp_path, tiny_corpus):
+    from qe.data import load_dataset
+    from qe.evaluation.runner import evaluate_records
+    from qe.lm.model import LSTMLM
+    from qe.lm.task import save_lm_export, unigram_logprobs
+    from qe.tokenization import WordTokenizer
+
+    tok = WordTokenizer.train(tiny_corpus, max_size=100)
+    mcfg = dict(vocab_size=tok.vocab_size, embedding_dim=8, hidden_size=8, num_layers=1, dropout=0.0,
+                tie_weights=True, pad_id=0)
+    logp, _ = unigram_logprobs([np.array(tok.encode(s)) for s in tiny_corpus], tok.vocab_size)
+    export = save_lm_export(tmp_path / "run7" / "export", LSTMLM(**mcfg), tok, logp, mcfg)
+    res = evaluate_records(load_dataset("sample"), tmp_path / "out", plots=False, progress=False,
+                           scorers={"nan": "test-nan", "lm": {"model": str(export), "components": True}},
+                           models=[str(export)], ratings=["quality"],
+                           stats={"bootstrap": {"n": 0}, "permutation": {"n": 0}, "williams": False,
+                                  "protocols": ["none"], "methods": ["pearson"]})
+    info = res["data"].info
+    assert "run7/export" in info and {"lm.slor", "lm.ppl", "lm.length"} <= set(info)
+    assert info["lm.ppl"].higher_is_better is False and info["lm.slor"].higher_is_better is True
+    c = res["results"].correlations
+    row = c.query("level == 'instance' and subset == 'all' and metric == 'nan'").iloc[0]
+    assert row.n == 108 and row.n_dropped == 12
+    assert "| nan | scorer | higher | 12 | quality: 12 |" in res["report"].read_text()

@@ -67,8 +67,12 @@ class MetricInfo:
 
 
 def _label_for(model: str) -> str:
-    p = Path(model)
-    return p.name if (p.is_dir() or "/" in model or os.sep in model) else model
+    """A registered name labels itself; an export directory is labelled by its folder name, or by
+    ``<parent>/export`` for the ``.../<run>/export`` folders that train.py writes."""
+    p = Path(model.rstrip("/" + os.sep))
+    if not (p.is_dir() or "/" in model or os.sep in model):
+        return model
+    return f"{p.parent.name}/{p.name}" if p.name == "export" and p.parent.name else p.name
 
 
 def parse_scorer_specs(scorers: Mapping[str, Any] | None, models: Sequence[str] | None = None) -> list[ScorerSpec]:
