@@ -3,7 +3,9 @@ test and correction), plus the machine-readable CSVs beside it."""
 from __future__ import annotations
 
 import math
+import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -20,6 +22,13 @@ PROTOCOL_NAMES = {
     "item": "per item, then averaged (average_by=item; summary level)",
     "system means": "correlation of per-system mean scores",
 }
+
+
+def _gpu() -> str:
+    torch = sys.modules.get("torch")  # only report what a scorer actually had; never import torch for this
+    if torch is not None and torch.cuda.is_available():
+        return "GPU: " + torch.cuda.get_device_name(0)
+    return "no GPU used" if torch is not None else "no GPU needed"
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str | None = None) -> str:
@@ -111,7 +120,8 @@ class ReportWriter:
         import qe
 
         p.append(f"qe {qe.__version__}; Python {platform.python_version()} on {platform.machine()} "
-                 f"({platform.system()})" + (f"; analysis took {self.elapsed:.0f} s" if self.elapsed else "") + ".\n")
+                 f"({platform.system()}, {os.cpu_count()} CPU cores, {_gpu()})"
+                 + (f"; scoring and analysis took {self.elapsed:.0f} s" if self.elapsed else "") + ".\n")
         tails = "two-tailed" if st.tails == 2 else "one-tailed (in each metric's expected direction)"
         p.append("## Settings\n")
         p.append(md_table(["setting", "value"], [
@@ -270,7 +280,8 @@ class ReportWriter:
             return
         p = self.parts
         p.append("## Error measures\n")
-        p.append("MSE after the best linear fit of the rating on the metric (Kann et al. 2018, eq. 6; lower is better); "
+        p.append("Over all outputs of a subset (flatten protocol). "
+                 "MSE after the best linear fit of the rating on the metric (Kann et al. 2018, eq. 6; lower is better); "
                  "MAE and RMSE after mapping the metric min–max into the rating range"
                  + (f" and rounding to {self.st.round_to:g} steps" if self.st.round_to else "")
                  + " (Dušek et al. 2017; ↓ metrics reversed first). The constant baseline predicts the mean rating.\n")
@@ -296,7 +307,8 @@ class ReportWriter:
             return
         p = self.parts
         p.append("## Comparing metrics\n")
-        p.append(f"Does metric A correlate better with humans than metric B on the same outputs? Williams test "
+        p.append(f"Does metric A correlate better with humans than metric B on the same outputs? Instance level: flatten "
+                 f"protocol over all data; system level: per-unit means. Williams test "
                  f"(dependent Pearson correlations, one-tailed, α = {self.st.alpha:g}, uncorrected as in Graham & "
                  f"Baldwin 2014) and PERM-BOTH ({self.st.permutation_method}, {self.st.permutation_n} permutations, "
                  "one-tailed). ↓ metrics are negated first. Full p-value matrices: `williams.csv`, `permutation.csv`.\n")
@@ -335,7 +347,7 @@ class ReportWriter:
             return
         p = self.parts
         p.append("## One metric across datasets (Fisher z, independent samples)\n")
-        p.append("Is a metric's Pearson r (↓ metrics negated) different on two datasets? Two-tailed; "
+        p.append("Is a metric's Pearson r (instance level, flatten; ↓ metrics negated) different on two datasets? Two-tailed; "
                  f"{CORR_NAMES[self.st.correction]} across all tests of this table; `*` = p < {self.st.alpha:g}. Cell: r(A) − r(B).\n")
         pairs = list(dict.fromkeys(zip(b.dataset_a, b.dataset_b)))
         header = ["metric"] + [f"{a[:4]}. {x}−{y}" for a in self.d.ratings for x, y in pairs]
