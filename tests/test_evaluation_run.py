@@ -242,3 +242,13 @@ def test_nan_scores_dropped_and_counted_and_components(tmp_path, tiny_corpus):
     row = c.query("level == 'instance' and subset == 'all' and metric == 'nan'").iloc[0]
     assert row.n == 108 and row.n_dropped == 12
     assert "| nan | scorer | higher | 12 | quality: 12 |" in res["report"].read_text()
+
+
+def test_scorer_group_files_compose_into_specs(cfg_for, tmp_path):
+    from qe.evaluation.runner import _plain
+    from qe.evaluation.scoring import parse_scorer_specs
+
+    cfg = cfg_for("scorer=[length,slor]", f"scorers.slor.model={tmp_path}/lm/export", "models=[length-free/x]")
+    specs = {s.label: s for s in parse_scorer_specs(_plain(cfg.scorers), _plain(cfg.models))}
+    assert set(specs) == {"length", "slor", "x"}
+    assert specs["slor"].model.endswith("lm/export") and specs["slor"].options == {"score": "slor"}
