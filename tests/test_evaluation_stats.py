@@ -311,3 +311,16 @@ def test_tukey_without_items_matches_statsmodels():
     assert any("Tukey HSD instead of Wilcoxon" in n for n in res.notes)
     ref = pairwise_tukeyhsd(d.ratings["q"], d.system)
     np.testing.assert_allclose(res.system_pairs["p"].to_numpy(), ref.pvalues)
+
+
+def test_perm_both_with_groups_uses_the_averaged_protocol():
+    rng = np.random.default_rng(11)
+    groups = np.repeat(np.arange(20), 6)
+    h = rng.normal(size=groups.size)
+    good = h + rng.normal(size=h.size) * 0.5
+    # "shifted" is as good inside each group but carries group offsets: equal per-item correlations, worse flat
+    shifted = good + groups * 3.0
+    flat = S.perm_both(h, good, shifted, n_permutations=300, seed=2)
+    grouped = S.perm_both(h, good, shifted, groups=groups, n_permutations=300, seed=2)
+    assert flat.delta > 0.3 and flat.p_a_better < 0.01
+    assert grouped.delta == pytest.approx(0, abs=1e-9) and grouped.p_a_better > 0.05
