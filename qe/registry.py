@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 BUILTIN_MODULES: list[str] = [
     "qe.lm.scorer",
     "qe.discourse.scorers",
+    "qe.evaluation.baselines",
 ]
 
 _SCORERS: dict[str, Callable[..., Any]] = {}

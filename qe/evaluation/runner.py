@@ -1,0 +1,148 @@
+"""The one command: load a rated dataset, score it, meta-evaluate, write the report (``evaluate.py``,
+``qe evaluate``, or :func:`evaluate_records` from Python)."""
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from qe.evaluation.analysis import Settings, analyse, build_eval_data
+from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
+
+log = logging.getLogger(__name__)
+
+
+def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
+    s = dict(stats or {})
+    boot = dict(s.get("bootstrap") or {})
+    perm = dict(s.get("permutation") or {})
+    pw = dict(s.get("pairwise") or {})
+    rr = s.get("rating_range")
+    kw = dict(
+        methods=list(s.get("methods", ["pearson", "spearman", "kendall"])),
+        protocols=list(s.get("protocols", ["none", "sys", "item"])),
+        tails=int(s.get("tails", 2)), alpha=float(s.get("alpha", 0.05)), correction=str(s.get("correction", "holm")),
+        seed=int(s.get("seed", 1234)),
+        bootstrap_n=int(boot.get("n", 1000)), ci=float(boot.get("ci", 0.95)),
+        bootstrap_methods=list(boot.get("methods", ["pearson"])),
+        permutation_n=int(perm.get("n", 1000)), permutation_method=str(perm.get("method", "pearson")),
+        williams=bool(s.get("williams", True)), min_group_size=int(s.get("min_group_size", 3)),
+        rating_range=tuple(float(v) for v in rr) if rr else None,
+        round_to=(float(s["round_to"]) if s.get("round_to") else None),
+        per_system=bool(s.get("per_system", True)), between_datasets=bool(s.get("between_datasets", True)),
+        pairwise_test=str(pw.get("test", "wilcoxon")), pairwise_correction=str(pw.get("correction", "bonferroni")),
+        pairwise_alpha=float(pw.get("alpha", 0.05)),
+    )
+    try:
+        return Settings(**kw)
+    except ValueError as exc:
+        raise EvaluationConfigError(str(exc)) from None
+
+
+def _command(cfg, entry: str) -> str:
+    if cfg.get("command"):
+        return str(cfg.command)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        overrides = list(HydraConfig.get().overrides.task)
+    except Exception:  # not inside a Hydra run (compose API, tests)
+        overrides = []
+    return " ".join([entry] + [shlex.quote(o) for o in overrides])
+
+
+def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any] | None = None,
+                     models: Sequence[str] = (), metric_columns: Any = "all", ratings: Sequence[str] | None = None,
+                     item_key: str | None = "mr", human_systems: Sequence[str] = (), lower_is_better: Sequence[str] = (),
+                     rating_range=None, stats: Mapping[str, Any] | None = None, plots: bool = True, dpi: int = 72,
+                     dataset_name: str = "<records>", resume: bool = True, batch_size: int | None = None,
+                     device: str | None = None, progress: bool = True, command: str | None = None,
+                     title: str | None = None) -> dict[str, Any]:
+    """Score ``records`` (a list of :class:`qe.data.Record`), meta-evaluate every metric and write
+    ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results."""
+    from qe.evaluation.plots import plot_all
+    from qe.evaluation.report import ReportWriter, write_outputs
+
+    t0 = time.time()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = settings_from_config(stats)
+    specs = parse_scorer_specs(scorers, list(models or []))
+    items = None
+    if item_key:
+        items = [getattr(r, item_key, None) if item_key in ("mr", "source", "id", "output") else r.extra.get(item_key)
+                 for r in records]
+    metrics, info = collect_metrics(records, specs, out, columns=metric_columns, lower_is_better=lower_is_better,
+                                    items=items, dataset_name=dataset_name, resume=resume, batch_size=batch_size,
+                                    device=device, progress=progress)
+    data = build_eval_data(records, metrics, info, ratings=list(ratings) if ratings else None, item_key=item_key,
+                           human_systems=human_systems, rating_range=rating_range, dataset_name=dataset_name)
+    res = analyse(data, settings, progress=progress)
+    figures = plot_all(data, out / "figures", dpi=dpi, seed=settings.seed) if plots else []
+    tables = write_outputs(out, res)
+    desc = ""
+    writer = ReportWriter(data, res, title=title or f"Meta-evaluation report: {dataset_name}", command=command,
+                          dataset_desc=desc, figures=figures, out_dir=out, elapsed_s=time.time() - t0)
+    report = out / "report.md"
+    report.write_text(writer.render(), encoding="utf-8")
+    return {"output_dir": out, "report": report, "scores": out / "scores.jsonl", "tables": tables,
+            "figures": figures, "results": res, "data": data,
+            "signatures": {m: i.signature for m, i in info.items() if i.source == "scorer"}}
+
+
+def _plain(x: Any) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
+
+
+def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
+    """Everything ``evaluate.py`` / ``qe evaluate`` do, from a composed config (conf/evaluate.yaml)."""
+    from omegaconf import OmegaConf
+
+    from qe.data.datasets import load_dataset
+
+    ds = cfg.dataset
+    if ds.get("name") in (None, "", "???"):
+        raise EvaluationConfigError("dataset.name is required (a registered dataset such as sample / emnlp17, or a "
+                                    "path to a .jsonl / .csv file with dataset=file dataset.name=PATH)")
+    out_dir = Path(str(cfg.output_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = cfg.paths.get("data_dir") if "paths" in cfg else None
+    options = _plain(ds.get("options")) or {}
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        records = load_dataset(str(ds.name), data_dir=data_dir, **options)
+    except KeyError as exc:
+        raise EvaluationConfigError(f"dataset.name={ds.name!r}: {exc.args[0] if exc.args else exc}") from None
+    scorers = _plain(cfg.get("scorers")) or {}
+    models = _plain(cfg.get("models")) or []
+    cols = _plain(cfg.get("metric_columns", "all"))
+    stats = _plain(cfg.get("stats")) or {}
+    ratings = _plain(cfg.get("ratings")) or None
+    try:
+        resolved = OmegaConf.to_yaml(cfg, resolve=True)
+    except Exception:  # ${hydra:...} interpolations only resolve inside a Hydra run (compose API)
+        resolved = OmegaConf.to_yaml(cfg)
+    (out_dir / "config.yaml").write_text(resolved, encoding="utf-8")
+    command = _command(cfg, entry)
+    label = ds.get("label") or ds.name
+    result = evaluate_records(
+        records, out_dir, scorers=scorers, models=models, metric_columns=cols, ratings=ratings,
+        item_key=ds.get("item_key"), human_systems=list(ds.get("human_systems") or []),
+        lower_is_better=list(ds.get("lower_is_better") or []),
+        rating_range=list(ds.rating_range) if ds.get("rating_range") else None, stats=stats,
+        plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,
+        dataset_name=str(label), resume=bool(cfg.get("resume", True)), batch_size=cfg.get("batch_size"),
+        device=cfg.get("device"), progress=bool(cfg.get("progress", True)), command=command,
+        title=cfg.get("title"))
+    for m, sig in result["signatures"].items():
+        print(f"{m}: {sig}")
+    print(f"scores: {result['scores']}\nreport: {result['report']}")
+    summary = {"output_dir": str(out_dir), "report": str(result["report"]), "scores": str(result["scores"]),
+               "metrics": list(result["data"].metrics), "records": result["data"].n}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return result

@@ -1,0 +1,289 @@
+"""Score a rated dataset with several scorers, checkpointing after each one, and collect the metric table.
+
+A *metric* in a meta-evaluation is either
+
+* a **scorer** -- anything :func:`qe.load` accepts (a registered name such as ``bleu-4`` or an export
+  directory), given by a :class:`ScorerSpec`; composite scorers may contribute their components; or
+* a **column** -- a precomputed score shipped inside the records (``record.metrics``, e.g. EMNLP17's BLEU /
+  METEOR / TER columns), used as a pseudo-metric.
+
+``scores.jsonl`` (one line per record: id, system, dataset, item, ratings, scores) and ``scores.meta.json``
+(per metric: where it came from, its signature, its orientation) are rewritten atomically after each scorer, so
+a crash loses at most the scorer that was running; with ``resume=True`` a rerun into the same directory reuses
+every finished scorer whose spec (model + options) and record ids are unchanged.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from qe.data.record import Record
+from qe.errors import QEError
+
+log = logging.getLogger(__name__)
+
+SCORES_FILE = "scores.jsonl"
+META_FILE = "scores.meta.json"
+
+
+class EvaluationConfigError(QEError, ValueError):
+    """The evaluation config asks for something that does not exist (scorer, rating column, field)."""
+
+
+@dataclass
+class ScorerSpec:
+    #: column name in tables and in scores.jsonl
+    label: str
+    #: registered scorer name or export directory (anything qe.load accepts)
+    model: str
+    options: dict[str, Any] = field(default_factory=dict)
+    #: also (or instead) evaluate the scorer's components (composite scorers: GRUEN, DiscoScore, ...)
+    components: bool = False
+    #: override the scorer's own ``higher_is_better`` (bool, or {component: bool})
+    higher_is_better: Any = None
+    batch_size: int | None = None
+
+    def key(self) -> str:
+        return json.dumps({"model": self.model, "options": self.options, "components": self.components},
+                          sort_keys=True, default=str)
+
+
+@dataclass
+class MetricInfo:
+    name: str
+    #: "scorer" or "column"
+    source: str
+    higher_is_better: bool = True
+    signature: str = ""
+    model: str | None = None
+
+
+def _label_for(model: str) -> str:
+    """A registered name labels itself; an export directory is labelled by its folder name, or by
+    ``<parent>/export`` for the ``.../<run>/export`` folders that train.py writes."""
+    p = Path(model.rstrip("/" + os.sep))
+    if not (p.is_dir() or "/" in model or os.sep in model):
+        return model
+    return f"{p.parent.name}/{p.name}" if p.name == "export" and p.parent.name else p.name
+
+
+def parse_scorer_specs(scorers: Mapping[str, Any] | None, models: Sequence[str] | None = None) -> list[ScorerSpec]:
+    """Specs from the config: ``scorers`` maps label -> {model, options, components, higher_is_better,
+    batch_size} (or label -> "model" for short); ``models`` is a plain list of names / export paths whose label
+    is the name (or the export directory's name)."""
+    out: list[ScorerSpec] = []
+    allowed = {"model", "options", "components", "higher_is_better", "batch_size"}
+    for label, spec in (scorers or {}).items():
+        if spec is None:
+            continue
+        if isinstance(spec, str):
+            spec = {"model": spec}
+        spec = dict(spec)
+        unknown = set(spec) - allowed
+        if unknown:
+            raise EvaluationConfigError(f"scorers.{label}: unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+        if not spec.get("model"):
+            raise EvaluationConfigError(f"scorers.{label}: 'model' (a registered scorer name or an export directory) is required")
+        out.append(ScorerSpec(label=str(label), model=str(spec["model"]), options=dict(spec.get("options") or {}),
+                              components=bool(spec.get("components", False)),
+                              higher_is_better=spec.get("higher_is_better"), batch_size=spec.get("batch_size")))
+    for m in models or []:
+        out.append(ScorerSpec(label=_label_for(str(m)), model=str(m)))
+    labels = [s.label for s in out]
+    dup = {x for x in labels if labels.count(x) > 1}
+    if dup:
+        raise EvaluationConfigError(f"two scorers share the label(s) {sorted(dup)}; give them distinct labels under scorers.<label>")
+    return out
+
+
+def load_scorer(spec: ScorerSpec, device: str | None = None):
+    """``qe.load`` with a message that names the config entry when the scorer does not exist."""
+    import qe
+
+    opts = dict(spec.options)
+    if device and "device" not in opts:
+        opts["device"] = device
+    try:
+        return qe.load(spec.model, **opts)
+    except KeyError as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise EvaluationConfigError(f"scorer {spec.label!r}: {msg}") from None
+    except TypeError as exc:
+        raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}): bad options {opts}: {exc}") from None
+
+
+def _inputs_for(scorer, spec: ScorerSpec, records: Sequence[Record], dataset_name: str) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if getattr(scorer, "requires_mrs", False):
+        bad = next((r for r in records if not r.mr), None)
+        if bad is not None:
+            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs an MR, but record {bad.id!r} of "
+                                        f"dataset {dataset_name!r} has no 'mr'")
+        kw["mrs"] = [r.mr for r in records]
+    if getattr(scorer, "requires_refs", False):
+        bad = next((r for r in records if not r.refs), None)
+        if bad is not None:
+            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs references, but record {bad.id!r} "
+                                        f"of dataset {dataset_name!r} has no 'refs'")
+        kw["refs"] = [r.refs for r in records]
+    if getattr(scorer, "requires_sources", False):
+        bad = next((r for r in records if not r.source), None)
+        if bad is not None:
+            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs source documents, but record "
+                                        f"{bad.id!r} of dataset {dataset_name!r} has no 'source'")
+        kw["sources"] = [r.source for r in records]
+    return kw
+
+
+def _orientation(spec: ScorerSpec, scorer, component: str | None) -> bool:
+    h = spec.higher_is_better
+    if isinstance(h, Mapping):
+        if component is not None and component in h:
+            return bool(h[component])
+        h = None
+    if h is not None:
+        return bool(h)
+    if component is not None and component.lower() in ("ppl", "perplexity"):
+        return False
+    return bool(getattr(scorer, "higher_is_better", True))
+
+
+def ids_digest(records: Sequence[Record]) -> str:
+    h = hashlib.sha256()
+    for r in records:
+        h.update(r.id.encode("utf-8") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _clean(v: float) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+def write_scores(out_dir: Path, records: Sequence[Record], items: Sequence[str | None],
+                 metrics: Mapping[str, np.ndarray], info: Mapping[str, MetricInfo],
+                 specs_done: Mapping[str, str], digest: str) -> None:
+    """Atomically (temp file + rename) write scores.jsonl and scores.meta.json."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / (SCORES_FILE + ".tmp")
+    names = list(metrics)
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i, r in enumerate(records):
+            row = {"id": r.id, "system": r.system, "dataset": r.dataset, "item": items[i],
+                   "ratings": {k: _clean(v) for k, v in r.ratings.items()},
+                   "scores": {n: _clean(float(metrics[n][i])) for n in names}}
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    tmp.replace(out_dir / SCORES_FILE)
+    meta = {"records": len(records), "ids_sha256": digest,
+            "metrics": {n: {"source": info[n].source, "higher_is_better": info[n].higher_is_better,
+                            "signature": info[n].signature, "model": info[n].model} for n in names},
+            "scorer_specs": dict(specs_done)}
+    tmpm = out_dir / (META_FILE + ".tmp")
+    tmpm.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmpm.replace(out_dir / META_FILE)
+
+
+def _read_previous(out_dir: Path, digest: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    sp, mp = out_dir / SCORES_FILE, out_dir / META_FILE
+    if not (sp.is_file() and mp.is_file()):
+        return None
+    try:
+        meta = json.loads(mp.read_text(encoding="utf-8"))
+        if meta.get("ids_sha256") != digest:
+            log.warning("%s: written for other records; scoring from scratch", sp)
+            return None
+        cols: dict[str, list[float]] = {n: [] for n in meta["metrics"]}
+        with open(sp, encoding="utf-8") as f:
+            for line in f:
+                s = json.loads(line)["scores"]
+                for n in cols:
+                    v = s.get(n)
+                    cols[n].append(math.nan if v is None else float(v))
+        return {n: np.asarray(v, float) for n, v in cols.items()}, meta
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("%s: unreadable checkpoint (%s); scoring from scratch", sp, exc)
+        return None
+
+
+def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_dir: str | Path, *,
+                    columns: str | Sequence[str] | None = "all", lower_is_better: Sequence[str] = (),
+                    items: Sequence[str | None] | None = None, dataset_name: str = "<dataset>",
+                    resume: bool = True, batch_size: int | None = None, device: str | None = None,
+                    progress: bool = True) -> tuple[dict[str, np.ndarray], dict[str, MetricInfo]]:
+    """Run every scorer over ``records`` (checkpointing after each) and add the shipped metric columns.
+
+    Returns (metric name -> scores in record order, metric name -> :class:`MetricInfo`).
+    """
+    from tqdm.auto import tqdm
+
+    out_dir = Path(out_dir)
+    items = list(items) if items is not None else [None] * len(records)
+    metrics: dict[str, np.ndarray] = {}
+    info: dict[str, MetricInfo] = {}
+    lower = set(lower_is_better or ())
+
+    # 1. precomputed columns shipped in the records
+    present: list[str] = []
+    for r in records:
+        for k in r.metrics:
+            if k not in present:
+                present.append(k)
+    if columns in (None, "none", False) or columns == []:
+        wanted: list[str] = []
+    elif columns == "all":
+        wanted = present
+    else:
+        wanted = [str(c) for c in columns]
+        missing = [c for c in wanted if c not in present]
+        if missing:
+            raise EvaluationConfigError(f"metric column(s) {missing} not in dataset {dataset_name!r}; "
+                                        f"its records ship: {present or '(none)'}")
+    for c in wanted:
+        metrics[c] = np.array([r.metrics.get(c, math.nan) for r in records], float)
+        info[c] = MetricInfo(c, "column", c not in lower, f"{c}|precomputed column shipped with {dataset_name}")
+
+    # 2. scorers, with checkpoint / resume
+    digest = ids_digest(records)
+    prev = _read_previous(out_dir, digest) if resume else None
+    specs_done: dict[str, str] = {}
+    texts = [r.output for r in records]
+    bar = tqdm(specs, desc="scorers", unit="scorer", disable=not progress or len(specs) < 2)
+    for spec in bar:
+        bar.set_postfix_str(spec.label)
+        if prev is not None and prev[1].get("scorer_specs", {}).get(spec.label) == spec.key():
+            pm = prev[1]["metrics"]
+            names = [n for n, m in pm.items() if m.get("source") == "scorer" and
+                     (n == spec.label or n.startswith(spec.label + "."))]
+            if names and all(n in prev[0] for n in names):
+                for n in names:
+                    metrics[n] = prev[0][n]
+                    info[n] = MetricInfo(n, "scorer", bool(pm[n]["higher_is_better"]), pm[n]["signature"],
+                                         pm[n].get("model"))
+                specs_done[spec.label] = spec.key()
+                log.info("scorer %s: reused finished scores from %s", spec.label, out_dir / SCORES_FILE)
+                continue
+        scorer = load_scorer(spec, device)
+        kw = _inputs_for(scorer, spec, records, dataset_name)
+        bs = spec.batch_size or batch_size
+        sig = scorer.signature
+        if spec.components:
+            comps = scorer.score_components(texts, batch_size=bs, progress=progress, **kw)
+            for cname, vals in comps.items():
+                n = f"{spec.label}.{cname}"
+                metrics[n] = np.asarray(vals, float)
+                info[n] = MetricInfo(n, "scorer", _orientation(spec, scorer, cname), f"{sig}|component:{cname}", spec.model)
+        else:
+            metrics[spec.label] = np.asarray(scorer.score(texts, batch_size=bs, progress=progress, **kw), float)
+            info[spec.label] = MetricInfo(spec.label, "scorer", _orientation(spec, scorer, None), sig, spec.model)
+        specs_done[spec.label] = spec.key()
+        write_scores(out_dir, records, items, metrics, info, specs_done, digest)  # checkpoint
+        del scorer
+    write_scores(out_dir, records, items, metrics, info, specs_done, digest)
+    return metrics, info
