@@ -244,12 +244,10 @@ def load_svr_scorer(export_dir: Path, manifest: dict, **options: Any) -> SVRScor
 # the task runner
 # --------------------------------------------------------------------------------------------------------------
 def _records(cfg) -> list:
-    from omegaconf import OmegaConf
-
     from qe.data.datasets import load_dataset
 
     t = cfg.task
-    opts = OmegaConf.to_container(t.get("dataset_options") or {}, resolve=True)
+    opts = _plain(t.get("dataset_options"))
     return load_dataset(t.dataset, data_dir=cfg.paths.get("data_dir"), **opts)
 
 
@@ -278,8 +276,6 @@ def fit_and_evaluate(X: np.ndarray, y: np.ndarray, split: dict[str, np.ndarray],
 
 def run(cfg) -> dict[str, Any]:
     """Hydra runner (``cfg.task.runner``): features -> split -> SVR -> metrics -> export; returns the metrics."""
-    from omegaconf import OmegaConf
-
     from qe.refmetrics.combine import zstats, znorm
     from qe.training import plain_config
 
@@ -305,7 +301,7 @@ def run(cfg) -> dict[str, Any]:
         X, y = X[finite], y[finite]
     sp = t.split
     split = kann_split(len(y), int(sp.train), int(sp.dev), int(sp.get("seed", cfg.seed)))
-    svr_kwargs = OmegaConf.to_container(t.get("svr") or {}, resolve=True)
+    svr_kwargs = _plain(t.get("svr"))
     model, mean, scale, metrics = fit_and_evaluate(X, y, split, svr_kwargs, bool(t.get("standardize", True)))
     # the unsupervised baselines on the same test records: each feature alone, and their z-sum (ROUGE-LM)
     te = split["test"]
@@ -332,6 +328,14 @@ def run(cfg) -> dict[str, Any]:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     return metrics
+
+
+def _plain(node) -> dict:
+    from omegaconf import OmegaConf
+
+    if node is None:
+        return {}
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
 
 
 def _ids_hash(ids: list[str]) -> str:
