@@ -87,3 +87,7 @@ def emnlp17(data_dir=None, datasets: list[str] | None = None) -> list[Record]:
                 raise RecordError(f"emnlp17 converter: {exc}") from None
     _check_unique(out, str(path))
     return out
+
+
+# ``emnlp17_refs`` (EMNLP17 + human references from sfx/ and bagel/) is registered by this import
+from qe.data import references as _references  # noqa: E402,F401  (imports this module; keep at the end)
