@@ -214,3 +214,24 @@ def test_order_and_determinism_and_signature():
 def test_describe_lists_presets():
     text = qe.refmetrics.describe()
     assert "rouge-l-mult" in text and "Kann" in text and "se " in text
+
+
+def test_bleu_other_tokenisers_and_rouge_beta():
+    hyp, ref = "the cat sat on the mat .", "the cat sat on the mat"
+    assert s1("bleu-4", hyp, [ref]) < 1.0  # 13a keeps "." as a token
+    assert s1("bleu-4", hyp, [ref], tokenize="13a-nopunct") == pytest.approx(1.0)
+    sc = qe.load("bleu-4", tokenize="13a-nopunct", smooth_method="none", effective_order=False)
+    assert "tok:13a-nopunct" in sc.signature and "eff:no" in sc.signature
+    assert sc.corpus_score([hyp], [[ref]]) == pytest.approx(1.0)
+    # coco-caption's ROUGE-L: F with beta 1.2 from P = 5/8, R = 5/9 (rouge-score README pair)
+    p, r = 0.625, 5 / 9
+    got = s1("rouge-l", "The quick brown dog jumps on the log.", ["The quick brown fox jumps over the lazy dog"], beta=1.2)
+    assert got == pytest.approx((1 + 1.44) * p * r / (r + 1.44 * p))
+
+
+def test_delexicalise_for_the_emnlp17_comparison():
+    from qe.refmetrics.emnlp17 import delexicalise
+
+    mr = "inform(name='hotel metropolis',address='25 mason st',phone='4157754600',hasinternet='yes')"
+    got = delexicalise("Hotel Metropolis is located at 25 mason st, phone 4157754600. it has internet", mr)
+    assert got == "x-name is located at x-address, phone x-phone. it has internet"

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from qe.refmetrics.base import RefScorer, ngrams, pooled_max_counts
+from qe.refmetrics.base import RefScorer, ngrams, pooled_max_counts, tokenize
 from qe.scorers.base import check_texts, normalise_refs
 
 
@@ -71,6 +71,13 @@ class _SacreMetric(RefScorer):
         return self._get().corpus_score(hyps, streams).score / 100.0
 
 
+class _NoEffOrderWarning:
+    """Drops sacrebleu's per-sentence advice to enable effective_order (only that message)."""
+
+    def filter(self, record) -> bool:
+        return "effective_order" not in record.getMessage()
+
+
 class BLEU(_SacreMetric):
     """Sentence BLEU-n (sacrebleu). Tokeniser ``13a`` by default, case-sensitive unless ``lowercase=True``."""
 
@@ -84,16 +91,33 @@ class BLEU(_SacreMetric):
             raise ValueError("smooth_method must be exp, floor, add-k or none")
         self.smooth_method, self.smooth_value, self.effective_order = smooth_method, smooth_value, effective_order
         super().__init__(**kw)
-        if self.tokenize_method not in ("13a", "space"):
-            raise ValueError("BLEU: tokenize must be '13a' or 'space' (no tokenisation)")
         self._lib_tok = self.tokenize_method
 
+    def preprocess(self, text: str) -> str:
+        """13a: sacrebleu tokenises; any other qe tokeniser (``space``, ``13a-nopunct``, ``rouge``) runs here and
+        sacrebleu gets the space-joined tokens with its own tokenisation off."""
+        if self.tokenize_method == "13a":
+            return text
+        return " ".join(tokenize(text, self.tokenize_method, self.lowercase))
+
     def _metric(self):
+        import logging
+
         from sacrebleu.metrics import BLEU as _B
+
+        if not self.effective_order:  # sacrebleu would warn once per sentence; the signature records the choice
+            lg = logging.getLogger("sacrebleu")
+            if not any(isinstance(f, _NoEffOrderWarning) for f in lg.filters):
+                lg.addFilter(_NoEffOrderWarning())
 
         return _B(max_ngram_order=self.n, smooth_method=self.smooth_method, smooth_value=self.smooth_value,
                   effective_order=self.effective_order, lowercase=self.lowercase,
-                  tokenize="none" if self.tokenize_method == "space" else "13a")
+                  tokenize="13a" if self.tokenize_method == "13a" else "none")
+
+    def corpus_score(self, outputs, refs) -> float:
+        outputs = [self.preprocess(o) for o in check_texts(outputs)]
+        rr = [[self.preprocess(x) for x in r] for r in normalise_refs(refs, len(outputs))]
+        return super().corpus_score(outputs, rr)
 
     def _options(self) -> str:
         return f"smooth:{self.smooth_method}{'' if self.smooth_value is None else self.smooth_value}|eff:{'yes' if self.effective_order else 'no'}"

@@ -46,14 +46,18 @@ class _TokenizerAdapter:
 class _RougeBase(RefScorer):
     default_tokenize = "rouge"
 
-    def __init__(self, measure: str = "f", **kw):
+    def __init__(self, measure: str = "f", beta: float = 1.0, **kw):
         if measure not in MEASURES:
             raise ValueError(f"measure must be one of {MEASURES}")
-        self.measure = measure
+        self.measure, self.beta = measure, float(beta)
         super().__init__(**kw)
 
     def _options(self) -> str:
-        return f"measure:{self.measure}"
+        return f"measure:{self.measure}" + (f"|beta:{self.beta:g}" if self.beta != 1.0 else "")
+
+    def _pick(self, p: float, r: float) -> float:
+        """F_beta = (1 + b^2) P R / (R + b^2 P) (b = 1: harmonic mean; coco-caption's ROUGE-L uses b = 1.2)."""
+        return {"f": f_measure(p, r, self.beta), "p": p, "r": r}[self.measure]
 
     def _lib_versions(self) -> str:
         return _rouge_version()
@@ -92,7 +96,9 @@ class RougeScore(_RougeBase):
 
     def pair(self, hyp: str, ref: str) -> float:
         s = self._scorer.score(ref, hyp)[self._rtype]
-        return {"f": s.fmeasure, "p": s.precision, "r": s.recall}[self.measure]
+        if self.measure == "f" and self.beta == 1.0:
+            return s.fmeasure
+        return self._pick(s.precision, s.recall)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -143,7 +149,7 @@ class RougeW(_RougeBase):
         inv = 1.0 / self.weight
         r = (score / len(ref) ** self.weight) ** inv
         p = (score / len(hyp) ** self.weight) ** inv
-        return {"f": f_measure(p, r), "p": p, "r": r}[self.measure]
+        return self._pick(p, r)
 
 
 def skip_bigrams(tokens: list[str], max_gap: int | None) -> Counter:
@@ -176,7 +182,8 @@ class RougeSU(_RougeBase):
 
     def _prf(self, h: Counter, r: Counter) -> float:
         match = sum((h & r).values())
-        return prf(match, sum(h.values()), sum(r.values()))[self.measure]
+        d = prf(match, sum(h.values()), sum(r.values()))
+        return self._pick(d["p"], d["r"])
 
     def pair(self, hyp, ref) -> float:
         return self._prf(self._grams(hyp), self._grams(ref))
