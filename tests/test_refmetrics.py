@@ -3,8 +3,10 @@ import math
 
 import numpy as np
 import pytest
+from conftest import needs_data
 
 import qe
+
 from qe.errors import MissingInputError
 from qe.refmetrics.overlap import edit_distance
 from qe.refmetrics.rouge import skip_bigrams, wlcs
@@ -235,3 +237,21 @@ def test_delexicalise_for_the_emnlp17_comparison():
     mr = "inform(name='hotel metropolis',address='25 mason st',phone='4157754600',hasinternet='yes')"
     got = delexicalise("Hotel Metropolis is located at 25 mason st, phone 4157754600. it has internet", mr)
     assert got == "x-name is located at x-address, phone x-phone. it has internet"
+
+
+@needs_data
+def test_emnlp17_bagel_agrees_with_the_authors_columns():
+    """Same metric, same outputs, same references: on BAGEL (unambiguous references) our TER reproduces the
+    authors' TER column and coco-style BLEU-4 / ROUGE-L correlate > 0.95 with theirs (docs/results.md)."""
+    from qe.data.datasets import load_dataset
+
+    recs = load_dataset("emnlp17_refs", datasets=["BAGEL"])
+    outs, refs = [r.output for r in recs], [r.refs for r in recs]
+    ter = np.array(qe.load("ter").score(outs, refs=refs, progress=False))
+    theirs = np.array([r.metrics["TER"] for r in recs])
+    assert np.mean(np.abs(ter - theirs) < 1e-6) > 0.99
+    bleu = qe.load("bleu-4", tokenize="13a-nopunct", smooth_method="none", effective_order=False)
+    b = np.array(bleu.score(outs, refs=refs, progress=False))
+    assert np.corrcoef(b, [r.metrics["Bleu_4"] for r in recs])[0, 1] > 0.99
+    rl = np.array(qe.load("rouge-l", beta=1.2, tokenize="13a-nopunct").score(outs, refs=refs, progress=False))
+    assert np.corrcoef(rl, [r.metrics["ROUGE_L"] for r in recs])[0, 1] > 0.95

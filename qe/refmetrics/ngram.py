@@ -208,14 +208,14 @@ class NIST(RefScorer):
     def _options(self) -> str:
         return f"info:{self.info}"
 
-    @staticmethod
-    def _count(refs_tokens) -> tuple[Counter, int]:
+    def _count(self, refs_tokens) -> tuple[Counter, int]:
+        """n-gram counts (orders 1..n) over the reference texts, and their number of words."""
         c: Counter = Counter()
         total = 0
         for r in refs_tokens:
             total += len(r)
-            for k in range(1, 6):
-                c.update(ngrams(r, k)) if k <= len(r) else None
+            for k in range(1, min(self.n, len(r)) + 1):
+                c.update(ngrams(r, k))
         return c, total
 
     def prepare(self, outputs, refs):
