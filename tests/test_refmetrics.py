@@ -6,7 +6,6 @@ import pytest
 from conftest import needs_data
 
 import qe
-
 from qe.errors import MissingInputError
 from qe.refmetrics.overlap import edit_distance
 from qe.refmetrics.rouge import skip_bigrams, wlcs
