@@ -163,6 +163,11 @@ def test_modes_max_mean_first_jackknife():
     assert s1("ter", hyp, refs, mode="max") == pytest.approx(min(ter))
     # BLEU native multi-reference clipping differs from the best single reference
     assert s1("bleu-2", hyp, refs) >= s1("bleu-2", hyp, refs, mode="max")
+    # ROUGE-2 union: hyp bigrams {the cat, cat sat, sat on, on the, the mat}; pooled refs: ref1 5 + ref2 1 +
+    # ref3 5 bigrams, max counts -> {the cat, cat is, is on, on the, the mat, a dog, cat sat, sat on, on a, a mat}
+    # = 10; matches 5 -> R = 0.5, P = 1
+    assert s1("rouge-2", hyp, refs, mode="union", measure="r") == pytest.approx(0.5)
+    assert s1("rouge-2", hyp, refs, mode="union", measure="p") == pytest.approx(1.0)
     # union of skip-bigram multisets
     assert s1("rouge-su4", hyp, refs, mode="union", measure="p") >= s1("rouge-su4", hyp, refs, mode="max", measure="p")
 
@@ -170,6 +175,8 @@ def test_modes_max_mean_first_jackknife():
 def test_unsupported_mode_is_an_error():
     with pytest.raises(ValueError, match="mode='union'"):
         qe.load("rouge-l", mode="union")
+    with pytest.raises(ValueError, match="mode='native'"):
+        qe.load("rouge-l", mode="native")
     with pytest.raises(TypeError, match="unknown option"):
         qe.load("se", colour="red")
 

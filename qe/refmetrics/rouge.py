@@ -64,10 +64,15 @@ class _RougeBase(RefScorer):
 
 
 class RougeScore(_RougeBase):
-    """ROUGE-N (n = 1..9) or ROUGE-L through rouge-score's ``RougeScorer``."""
+    """ROUGE-N (n = 1..9) or ROUGE-L through rouge-score's ``RougeScorer``.
+
+    ROUGE-N also has ``mode="union"``: the output's n-grams against the multiset union of the references'
+    n-grams (each n-gram with its largest count in any reference), same tokeniser; ROUGE-L has no union mode
+    (Lin's summary-level union-LCS is defined over sentences of one reference, not over alternative references).
+    """
 
     INPUT = "text"
-    MODES = ("max", "mean", "first", "jackknife")
+    MODES = ("max", "mean", "union", "first", "jackknife")
 
     def __init__(self, variant: str = "L", stem: bool = False, **kw):
         variant = str(variant).upper()
@@ -85,7 +90,10 @@ class RougeScore(_RougeBase):
             if self.stem:
                 raise ValueError("stem=True needs tokenize='rouge' (rouge-score's Porter stemmer)")
             tok = _TokenizerAdapter(self.tokenize_method, self.lowercase)
+        if variant == "L" and self.mode == "union":
+            raise ValueError(f"{self.name}: mode='union' is not supported; choose one of max, mean, first, jackknife")
         self._rtype = rtype
+        self._tok = tok
         self._scorer = rouge_scorer.RougeScorer([rtype], tokenizer=tok)
 
     def preprocess(self, text: str) -> str:
@@ -99,6 +107,13 @@ class RougeScore(_RougeBase):
         if self.measure == "f" and self.beta == 1.0:
             return s.fmeasure
         return self._pick(s.precision, s.recall)
+
+    def union(self, hyp: str, refs: list[str]) -> float:
+        n = int(self.variant)
+        h = ngrams(self._tok.tokenize(hyp), n)
+        pool = pooled_max_counts(ngrams(self._tok.tokenize(r), n) for r in refs)
+        d = prf(sum((h & pool).values()), sum(h.values()), sum(pool.values()))
+        return self._pick(d["p"], d["r"])
 
 
 # --------------------------------------------------------------------------------------------------------------
