@@ -91,6 +91,9 @@ def metric_table(records, delex: bool = False, progress: bool = False) -> list[d
             row["agreement_by_dataset"] = {ds: _corr(s[m], t[m]) for ds in ("BAGEL", "SFHOT", "SFRES")
                                            for m in [np.array([r.dataset == ds for r in records])]}
             row["identical_1e-3"] = float(np.mean(np.abs(s - t) < 1e-3))
+            row["identical_by_dataset"] = {ds: float(np.mean(np.abs(s[m] - t[m]) < 1e-3))
+                                           for ds in ("BAGEL", "SFHOT", "SFRES")
+                                           for m in [np.array([r.dataset == ds for r in records])]}
         rows.append(row)
     return rows
 
