@@ -163,6 +163,11 @@ def test_modes_max_mean_first_jackknife():
     assert s1("ter", hyp, refs, mode="max") == pytest.approx(min(ter))
     # BLEU native multi-reference clipping differs from the best single reference
     assert s1("bleu-2", hyp, refs) >= s1("bleu-2", hyp, refs, mode="max")
+    # coco-caption's ROUGE-L: best P and best R over references (here from different references), then F
+    pr = [qe.load("rouge-l", measure=m).score([hyp], refs=[[r]], progress=False)[0] for r in refs for m in ("p",)]
+    rr = [qe.load("rouge-l", measure="r").score([hyp], refs=[[r]], progress=False)[0] for r in refs]
+    P, R = max(pr), max(rr)
+    assert s1("rouge-l", hyp, refs, mode="max-pr") == pytest.approx(2 * P * R / (P + R))
     # ROUGE-2 union: hyp bigrams {the cat, cat sat, sat on, on the, the mat}; pooled refs: ref1 5 + ref2 1 +
     # ref3 5 bigrams, max counts -> {the cat, cat is, is on, on the, the mat, a dog, cat sat, sat on, on a, a mat}
     # = 10; matches 5 -> R = 0.5, P = 1

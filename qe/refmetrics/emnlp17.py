@@ -26,7 +26,8 @@ COCO_BLEU = {"tokenize": "13a-nopunct", "smooth_method": "none", "effective_orde
 PAIRS = [
     ("bleu-1", COCO_BLEU, "Bleu_1"), ("bleu-2", COCO_BLEU, "Bleu_2"), ("bleu-3", COCO_BLEU, "Bleu_3"),
     ("bleu-4", COCO_BLEU, "Bleu_4"), ("bleu-4", {}, "Bleu_4"),
-    ("nist-5", {}, "NIST"), ("rouge-l", {"beta": 1.2, "tokenize": "13a-nopunct"}, "ROUGE_L"), ("rouge-l", {}, "ROUGE_L"),
+    ("nist-5", {}, "NIST"), ("rouge-l", {"beta": 1.2, "tokenize": "13a-nopunct", "mode": "max-pr"}, "ROUGE_L"),
+    ("rouge-l", {}, "ROUGE_L"),
     ("meteor", {}, "METEOR"), ("cider-d", {}, "CIDEr"), ("ter", {}, "TER"),
     ("rouge-1", {}, None), ("rouge-2", {}, None), ("rouge-4", {}, None), ("rouge-w", {}, None),
     ("rouge-su4", {}, None), ("chrf", {}, None), ("chrf++", {}, None), ("se", {}, None), ("lr2-f-mult", {}, None),

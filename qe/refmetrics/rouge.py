@@ -66,13 +66,14 @@ class _RougeBase(RefScorer):
 class RougeScore(_RougeBase):
     """ROUGE-N (n = 1..9) or ROUGE-L through rouge-score's ``RougeScorer``.
 
+    ``mode="max-pr"`` is coco-caption's rule (best P and best R over references, then F_beta; coco uses beta 1.2).
     ROUGE-N also has ``mode="union"``: the output's n-grams against the multiset union of the references'
     n-grams (each n-gram with its largest count in any reference), same tokeniser; ROUGE-L has no union mode
     (Lin's summary-level union-LCS is defined over sentences of one reference, not over alternative references).
     """
 
     INPUT = "text"
-    MODES = ("max", "mean", "union", "first", "jackknife")
+    MODES = ("max", "mean", "union", "first", "jackknife", "max-pr")
 
     def __init__(self, variant: str = "L", stem: bool = False, **kw):
         variant = str(variant).upper()
@@ -107,6 +108,14 @@ class RougeScore(_RougeBase):
         if self.measure == "f" and self.beta == 1.0:
             return s.fmeasure
         return self._pick(s.precision, s.recall)
+
+    def score_one(self, hyp: str, refs: list[str]) -> float:
+        """``mode="max-pr"``: coco-caption's multi-reference rule, the best precision and the best recall over the
+        references (possibly from different references) combined into F_beta."""
+        if self.mode != "max-pr":
+            return super().score_one(hyp, refs)
+        ss = [self._scorer.score(r, hyp)[self._rtype] for r in refs]
+        return self._pick(max(s.precision for s in ss), max(s.recall for s in ss))
 
     def union(self, hyp: str, refs: list[str]) -> float:
         n = int(self.variant)
