@@ -36,7 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -238,5 +238,3 @@ def pooled_max_counts(counters: Iterable[Counter]) -> Counter:
         pool |= c
     return pool
 
-
-PresetFactory = Callable[..., RefScorer]

@@ -17,8 +17,6 @@ the ROUGE-1.5.5 Perl script is unmaintained). Definitions follow Lin (2004):
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-
 from qe.refmetrics.base import RefScorer, f_measure, ngrams, pooled_max_counts, prf, tokenize
 
 MEASURES = ("f", "p", "r")
@@ -214,16 +212,3 @@ class RougeSU(_RougeBase):
 
     def union(self, hyp, refs) -> float:
         return self._prf(self._grams(hyp), pooled_max_counts(self._grams(r) for r in refs))
-
-
-def make_rouge(variant: str, **kw: Any) -> RefScorer:
-    v = str(variant).upper()
-    if v == "W":
-        return RougeW(**kw)
-    if v.startswith("SU") or v.startswith("S"):
-        uni = v.startswith("SU")
-        rest = v[2:] if uni else v[1:]
-        gap = None if rest in ("", "*") else int(rest)
-        kw.setdefault("max_gap", gap)
-        return RougeSU(unigrams=uni, **kw)
-    return RougeScore(variant=v, **kw)
