@@ -110,3 +110,7 @@ def ner18(data_dir=None) -> list[Record]:
                 f"ratings.{missing[0]}" if missing else "group"
             raise RecordError(f"{path} (id={r.id!r}): field {what!r} is missing or empty")
     return recs
+
+
+# ``emnlp17_refs`` (EMNLP17 + human references from sfx/ and bagel/) is registered by this import
+from qe.data import references as _references  # noqa: E402,F401  (imports this module; keep at the end)
