@@ -270,7 +270,7 @@ def test_components_in_documented_ranges_and_input_order(gruen):
         if comps["n_sentences"][i]:
             tot = comps["grammaticality"][i] + comps["redundancy"][i] + comps["focus"][i] + comps["coherence"][i]
             assert comps["gruen"][i] == pytest.approx(min(1, max(0, tot)))
-    assert "GRUEN[GRUEN]" in gruen.signature and "sop:" in gruen.signature
+    assert "GRUEN[GRUEN]" in gruen.signature and "sop:sop_export@" in gruen.signature
 
 
 def test_long_input_over_window_is_scored_whole(gruen):
@@ -307,7 +307,7 @@ def test_gruen_export_kind_roundtrip(tiny, tmp_path):
             "params": {"lm_alpha": 0.5}}):
         pass
     sc = qe.load(tmp_path / "g", device="cpu")
-    assert sc.params.lm_alpha == 0.5 and sc.sop is None
+    assert sc.params.lm_alpha == 0.5 and sc.sop is None and sc.models["sop"] is None
     assert isinstance(qe.load(tiny["cola_export"]).score(["a cat sat ."], progress=False)[0], float)
     assert qe.load(tiny["mlm_export"]).score(["a cat sat ."], progress=False)[0] < 0
 

@@ -210,11 +210,6 @@ class GruenScorer(Scorer):
                  sop: str | Path | None = None, preset: str = "paper", splitter: str = "pysbd",
                  spacy_model: str = "en_core_web_md", device: str | None = None, max_tokens: int | None = None,
                  precision: str = "fp32", verify: bool = True, **params: Any):
-        from qe.gruen.acceptability import AcceptabilityModel
-        from qe.gruen.coherence import CoherenceModel
-        from qe.gruen.focus import FocusModel
-        from qe.gruen.pll import MaskedLM
-
         known = {f.name for f in fields(GruenParams)}
         bad = sorted(set(params) - known)
         if bad:
@@ -228,24 +223,65 @@ class GruenScorer(Scorer):
                              "`python train.py task=cola` (bert-base-cased)")
         mlm = mlm or _default_export("mlm_minilm") or "bert-base-cased"
         sop = sop if sop is not None else _default_export("sop_minilm")
-        kw = dict(device=device, max_tokens=max_tokens, precision=precision, verify=verify)
+        self._kw = dict(device=device, max_tokens=max_tokens, precision=precision, verify=verify)
         self.splitter = splitter
-        self.acc = AcceptabilityModel(acceptability, **kw)
-        self.lm = MaskedLM(mlm, **kw)
-        self.sop = CoherenceModel(sop, **kw) if sop not in (None, "", "none") else None
-        self.focus = FocusModel(FocusConfig(spacy_model=spacy_model))
-        self.models = {"acceptability": str(acceptability), "mlm": str(mlm), "sop": str(sop) if self.sop else None}
+        self.spacy_model = spacy_model
+        sop = None if sop in (None, "", "none") else sop
+        self.models = {"acceptability": str(acceptability), "mlm": str(mlm), "sop": str(sop) if sop else None}
+        # models load lazily: a tuning trial served from the cache never loads them
+        from qe.gruen.hf import model_id, resolve_model
+
+        self._ids = {}
+        for part, kind in (("acceptability", "acceptability"), ("mlm", "mlm"), ("sop", "sop")):
+            spec = self.models[part]
+            if spec is None:
+                continue
+            _, manifest = resolve_model(spec, expected_kind=kind, verify=verify)
+            self._ids[part] = model_id(spec, manifest)
+        self._lm = self._acc = self._sop = self._focus = None
+
+    @property
+    def lm(self):
+        if self._lm is None:
+            from qe.gruen.pll import MaskedLM
+
+            self._lm = MaskedLM(self.models["mlm"], **self._kw)
+        return self._lm
+
+    @property
+    def acc(self):
+        if self._acc is None:
+            from qe.gruen.acceptability import AcceptabilityModel
+
+            self._acc = AcceptabilityModel(self.models["acceptability"], **self._kw)
+        return self._acc
+
+    @property
+    def sop(self):
+        if self._sop is None and self.models["sop"]:
+            from qe.gruen.coherence import CoherenceModel
+
+            self._sop = CoherenceModel(self.models["sop"], **self._kw)
+        return self._sop
+
+    @property
+    def focus(self):
+        if self._focus is None:
+            from qe.gruen.focus import FocusModel
+
+            self._focus = FocusModel(FocusConfig(spacy_model=self.spacy_model))
+        return self._focus
 
     @property
     def signature(self) -> str:
         from qe.gruen.hf import versions
 
         p = self.params
-        return (f"GRUEN[{p.modules}]|{self.lm.signature}|lik:{p.likelihood}/{p.lm_transform}@{p.lm_alpha:g}"
-                f"|{self.acc.signature}|acc:{p.acceptability_value}|g:{p.lm_weight:g},{p.acc_weight:g},"
-                f"{p.g_scale:g},{p.g_offset:g}|r:{p.redundancy_penalty:g}|u:{self.focus.cfg.spacy_model}:"
-                f"c{p.focus_center:g}:t{p.focus_threshold:g}:p{p.focus_penalty:g}|"
-                f"c:{self.sop.signature + f'*{p.coherence_weight:g}' if self.sop else 'none'}"
+        sop = f"sop:{self._ids['sop']}*{p.coherence_weight:g}" if self.models["sop"] else "none"
+        return (f"GRUEN[{p.modules}]|mlm:{self._ids['mlm']}|lik:{p.likelihood}/{p.lm_transform}@{p.lm_alpha:g}"
+                f"|cola:{self._ids['acceptability']}|acc:{p.acceptability_value}|g:{p.lm_weight:g},{p.acc_weight:g},"
+                f"{p.g_scale:g},{p.g_offset:g}|r:{p.redundancy_penalty:g}|u:{self.spacy_model}:"
+                f"c{p.focus_center:g}:t{p.focus_threshold:g}:p{p.focus_penalty:g}:{p.focus_aggregate}|c:{sop}"
                 f"|split:{self.splitter}|empty:{p.empty_score:g}|{versions()}")
 
     # ---------------------------------------------------------------------------------------------------
@@ -267,11 +303,11 @@ class GruenScorer(Scorer):
         pos = {s: i for i, s in enumerate(uniq)}
         lik = self.params.likelihood
         if lik == "masked":
-            s, k = cache.get(f"pll|{self.lm.name}", uniq, lambda: self.lm.pll(uniq, progress=progress))
+            s, k = cache.get(f"pll|{self._ids['mlm']}", uniq, lambda: self.lm.pll(uniq, progress=progress))
         else:
-            s, k = cache.get(f"unmasked|{self.lm.name}", uniq, lambda: self.lm.unmasked_ce(uniq, progress=progress))
+            s, k = cache.get(f"unmasked|{self._ids['mlm']}", uniq, lambda: self.lm.unmasked_ce(uniq, progress=progress))
         per = np.asarray(s) / np.maximum(np.asarray(k), 1)
-        prob, logit = cache.get(f"cola|{self.acc.name}", uniq, lambda: self.acc.scores(uniq, progress=progress))
+        prob, logit = cache.get(f"cola|{self._ids['acceptability']}", uniq, lambda: self.acc.scores(uniq, progress=progress))
         raw = GruenRaw(n_sentences=n)
         for d in docs:
             ix = [pos[x] for x in d]
@@ -283,14 +319,22 @@ class GruenScorer(Scorer):
         mods = self.params.modules.upper()
         raw.red_stats = [all_pair_stats(d) if "R" in mods else [] for d in docs]
         if "U" in mods:
-            self.focus._bags(flat)
-            raw.focus_dist = [[self.focus.distance(d[i], d[i + 1]) for i in range(len(d) - 1)] for d in docs]
+            pairs = [(d[i], d[i + 1]) for d in docs for i in range(len(d) - 1)]
+
+            def focus_distances():
+                self.focus._bags([x for pr in pairs for x in pr])
+                return ([self.focus.distance(a, b) for a, b in pairs],)
+
+            (dist,) = cache.get(f"focus|{self.spacy_model}|lemma-stop", [a + "\t" + b for a, b in pairs],
+                                focus_distances)
+            it = iter(np.asarray(dist, dtype=float).tolist())
+            raw.focus_dist = [[next(it) for _ in range(len(d) - 1)] for d in docs]
         else:
             raw.focus_dist = [[] for _ in docs]
-        if "EN" in mods and self.sop is not None:
+        if "EN" in mods and self.models["sop"]:
             multi = [i for i, d in enumerate(docs) if len(d) > 1]
             keys = ["\n".join(docs[i]) for i in multi]
-            (losses,) = cache.get(f"sop|{self.sop.name}", keys,
+            (losses,) = cache.get(f"sop|{self._ids['sop']}", keys,
                                   lambda: (self.sop.sop_loss([docs[i] for i in multi], progress=progress),))
             raw.sop_loss = [0.0] * len(docs)
             for i, v in zip(multi, losses):
