@@ -152,3 +152,59 @@ def _demo_mlm(path, cfg):
         sc = PLLScorer(path)
         for s, v in zip(sents, sc.score(sents, progress=False)):
             print(f"PLL/token={v:8.3f}  {s}")
+
+
+# ------------------------------------------------------------------------------------------------ interrupted runs
+def export_from_checkpoint(run_dir: str | Path, checkpoint: str = "best", dest: str | Path | None = None) -> Path:
+    """Write a run's export from one of its checkpoints (for runs stopped before their last epoch).
+
+        python -m qe.gruen.tasks outputs/cola/runs/<run> --checkpoint best --dest exports/cola_minilm
+
+    ``checkpoint``: ``best`` (the ModelCheckpoint's monitored best), ``last``, or a file path. The config is the
+    run's own ``.hydra/config.yaml``; weights load with ``torch.load(weights_only=True)``.
+    """
+    import torch
+    from omegaconf import OmegaConf
+
+    run_dir = Path(run_dir)
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    cfg.paths.output_dir = str(run_dir)
+    ck_dir = run_dir / "checkpoints"
+    if checkpoint == "last":
+        ck = ck_dir / "last.ckpt"
+    elif checkpoint == "best":
+        cands = sorted(p for p in ck_dir.glob("*.ckpt") if p.name != "last.ckpt")
+        if not cands:
+            raise FileNotFoundError(f"{ck_dir}: no best checkpoint")
+        ck = cands[-1]
+    else:
+        ck = Path(checkpoint)
+    import hydra
+
+    parts = hydra.utils.get_method(cfg.task.builder)(cfg)
+    state = torch.load(ck, map_location="cpu", weights_only=True)
+    parts.module.load_state_dict(state["state_dict"])
+    metrics = {}
+    for cb in state.get("callbacks", {}).values():
+        if isinstance(cb, dict) and "best_model_score" in cb and cb["best_model_score"] is not None:
+            metrics[f"best/{cfg.task.monitor}"] = float(cb["best_model_score"])
+    metrics.update({"checkpoint_epoch": int(state.get("epoch", -1)), "checkpoint_step": int(state.get("global_step", -1))})
+    import lightning.pytorch as pl
+
+    val = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_progress_bar=False,
+                     enable_checkpointing=False).validate(parts.module, datamodule=parts.datamodule, verbose=False)
+    for d in val:
+        metrics.update({k: float(v) for k, v in d.items()})
+    dest = Path(dest) if dest else run_dir / "export"
+    return parts.export(parts.module, parts.datamodule, dest, metrics, cfg)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="write a GRUEN task's export from a checkpoint of its run")
+    ap.add_argument("run_dir")
+    ap.add_argument("--checkpoint", default="best")
+    ap.add_argument("--dest", default=None)
+    a = ap.parse_args()
+    print(export_from_checkpoint(a.run_dir, a.checkpoint, a.dest))

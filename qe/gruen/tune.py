@@ -10,7 +10,7 @@ ratings in ``gruen.tune_ratings``. Test-split correlations are computed only whe
 
     python train.py task=gruen_tune                                      # defaults: the exports/*_minilm models
     python train.py -m task=gruen_tune hparams_search=gruen_optuna       # tune on dev
-    python train.py task=gruen_tune gruen.params.modules=GU              # ablation (Figure 1)
+    python train.py task=gruen_tune +gruen.params.modules=GU              # ablation (Figure 1)
 """
 from __future__ import annotations
 
@@ -105,3 +105,34 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             (tmp / "README.txt").write_text("GRUEN parameters; component models are referenced, not copied.\n")
         metrics["export_path"] = str(dest)
     return metrics
+
+
+PAPER_TABLE3 = {  # Zhu & Bhat 2020, Table 3: GRUEN (bert-base-cased PLL + CoLA, ALBERT SOP), all outputs
+    "BAGEL/naturalness": (0.22, 0.32), "BAGEL/quality": (0.19, 0.26),
+    "SFHOT/naturalness": (0.44, 0.48), "SFHOT/quality": (0.44, 0.51),
+    "SFRES/naturalness": (0.24, 0.25), "SFRES/quality": (0.27, 0.27),
+}
+
+
+def markdown(reports: dict[str, str], split: str = "all") -> str:
+    """A table of Spearman / Pearson per dataset and rating for several reports (label -> gruen_report.json)."""
+    loaded = {k: json.loads(Path(v).read_text()) for k, v in reports.items()}
+    head = "| dataset / rating | paper ρ / r | " + " | ".join(f"{k} ρ / r" for k in loaded) + " |"
+    lines = [head, "|" + "---|" * (2 + len(loaded))]
+    for key, (pr, pp) in PAPER_TABLE3.items():
+        cells = []
+        for rep in loaded.values():
+            v = rep.get(split, {}).get(key)
+            cells.append("—" if v is None else f"{v['spearman']:.2f} / {v['pearson']:.2f} (n={v['n']})")
+        lines.append(f"| {key} | {pr:.2f} / {pp:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import sys
+
+    args = sys.argv[1:]
+    split = "all"
+    if args and args[0].startswith("--split="):
+        split, args = args[0].split("=", 1)[1], args[1:]
+    print(markdown(dict(a.split("=", 1) for a in args), split))
