@@ -232,6 +232,16 @@ def test_sop_task_trains_and_shuffled_order_scores_lower(tiny, tmp_path):
     shuf_loss = np.mean(cm.sop_loss(shuffled))
     assert orig_loss < shuf_loss
     assert qe.load(metrics["export_path"]).score([" ".join(test_docs[0])], progress=False)[0] <= 0
+    # an interrupted run can be exported from its checkpoint: same weights, same losses
+    from omegaconf import OmegaConf
+
+    from qe.gruen.tasks import export_from_checkpoint
+
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
+    again = export_from_checkpoint(tmp_path, "best", dest=tmp_path / "export2")
+    np.testing.assert_allclose(CoherenceModel(again, device="cpu").sop_loss(test_docs), cm.sop_loss(test_docs), atol=1e-5)
+    assert qe.export.read_manifest(again)["metrics"]["val/acc"] > 0.8
 
 
 def _yaml_docs(docs):

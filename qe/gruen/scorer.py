@@ -363,6 +363,8 @@ def load_gruen_export(export_dir: Path, manifest: dict, **options: Any) -> Gruen
     cfg = dict(manifest.get("config", {}))
     kw = {**cfg.get("models", {}), **cfg.get("params", {}), "preset": cfg.get("preset", "paper"),
           "splitter": cfg.get("splitter", "pysbd")}
+    if kw.get("sop") is None:
+        kw["sop"] = "none"  # the export says: no coherence model (do not fall back to a default export)
     kw = {k: v for k, v in kw.items() if v is not None}
     kw.update(options)
     return GruenScorer(**kw)
