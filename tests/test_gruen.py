@@ -380,3 +380,24 @@ def test_mlm_task_fits_head_and_exports(tiny, tmp_path):
     assert math.isfinite(m["val/ppl"])
     s, k = MaskedLM(m["export_path"], device="cpu").pll(["the monkey took a bunch of bananas"])
     assert k[0] > 0 and s[0] < 0
+
+
+def test_albert_checkpoint_uses_its_own_sop_head(tiny, tmp_path):
+    """An ALBERT pre-training checkpoint (e.g. albert-base-v2 online) is scored with its pre-trained SOP head."""
+    from transformers import AlbertConfig, AlbertForPreTraining
+
+    from qe.gruen.coherence import CoherenceModel
+
+    tok = tiny["tok"]
+    cfg = AlbertConfig(vocab_size=len(tok.get_vocab()), embedding_size=16, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+    AlbertForPreTraining(cfg).eval().save_pretrained(tmp_path / "albert")
+    tok.save_pretrained(tmp_path / "albert")
+    cm = CoherenceModel(tmp_path / "albert", device="cpu")
+    assert cm.albert and "albert-sop-head" in cm.signature
+    docs = [["the cat sat on the mat .", "then the dog sat .", "finally the boy took the food ."], ["a cat sat ."]]
+    loss = cm.sop_loss(docs)
+    assert loss[0] > 0 and loss[1] == 0.0
+    # a pair longer than the 64-token window keeps the tokens next to the boundary (logged, not silently cut)
+    long_doc = [" ".join(["the red dog sat on the mat"] * 10) + " .", " ".join(["the cat took the food"] * 10) + " ."]
+    assert math.isfinite(cm.sop_loss([long_doc])[0]) and cm.truncated == 2
