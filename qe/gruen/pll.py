@@ -49,10 +49,9 @@ class MaskedLM:
             raise ValueError(f"{model}: tokenizer has no mask token; PLL needs a masked LM")
         self.encoder, self.head = mlm_parts(self.model)
         npos = int(getattr(self.model.config, "max_position_embeddings", 512))
-        self.window = min(npos, 512 if npos > 4096 else npos)
-        # RoBERTa-style position ids start after the padding index
-        if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
-            self.window = npos - 2
+        # RoBERTa-style position ids start after the padding index, so two positions are unusable
+        roberta = getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
+        self.window = npos - 2 if roberta else npos
         self.max_tokens = int(max_tokens or default_budget(self.device))
         self.precision = precision if self.device.type == "cuda" else "fp32"
         self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
@@ -76,12 +75,6 @@ class MaskedLM:
                 units.append(self.special.single(chunk))
                 owner.append(i)
         return units, np.asarray(owner, dtype=np.int64)
-
-    def _encode(self, inp: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
-        kw = {"input_ids": inp, "attention_mask": att}
-        if self.encoder is not None:
-            return self.encoder(**kw).last_hidden_state
-        return None  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ masked PLL
     @torch.inference_mode()

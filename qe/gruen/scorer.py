@@ -26,6 +26,10 @@ Components of an output with sentences s_1..s_n (after :func:`qe.gruen.preproces
 fragments): every component is 0 and Y_S = ``empty_score`` (default 0.0). The paper does not say; the
 reference code scores such an output as if its perplexity and acceptability were 0, which gives 0.625.
 Outputs with one sentence have y_r = y_f = y_c = 0.
+
+Batching: memory per forward pass is bounded by ``max_tokens`` padded tokens (defaults: 4,096 on CPU and 65,536 on
+GPU for PLL; 8,192 / 262,144 for acceptability); the ``batch_size`` argument of ``score`` is not used.
+Unique sentences are scored once, models load lazily on first use, and results do not depend on the budget.
 """
 from __future__ import annotations
 
