@@ -7,7 +7,8 @@ Components of an output with sentences s_1..s_n (after :func:`qe.gruen.preproces
     log-probability per word piece, ``lm_transform="geo_prob"`` gives l_i = exp(lm_alpha * m_i) in (0, 1]
     (the geometric-mean token probability, raised to lm_alpha); ``"exp_ppl"`` gives exp(-lm_alpha * PPL_i).
   - ``likelihood="unmasked"`` (the reference code) uses the unmasked "perplexity" of :mod:`qe.gruen.pll` with
-    ``exp_ppl`` and lm_alpha = 0.5, i.e. exp(-0.5 * PPL_i).
+    ``exp_ppl`` and lm_alpha = 0.5, i.e. exp(-0.5 * PPL_i) per sentence (the code averages PPL over the
+    sentences first and then applies exp; here the paper's per-sentence sum (l_i + g_i) / n is kept).
   - a_i = P(acceptable) from the CoLA classifier (``acceptability_value="prob"``), or the raw logit of the
     acceptable class (``"logit"``, the reference code).
   - Defaults (paper mode): lm_weight = acc_weight = 1, g_scale = 0.5, g_offset = 0, so y_g in [0, 1] is the
