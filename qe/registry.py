@@ -20,6 +20,7 @@ BUILTIN_MODULES: list[str] = [
     "qe.discourse.scorers",
     "qe.evaluation.baselines",
     "qe.refmetrics.register",
+    "qe.gruen.scorer",
 ]
 
 _SCORERS: dict[str, Callable[..., Any]] = {}

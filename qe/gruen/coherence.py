@@ -1,0 +1,122 @@
+"""Structure and coherence (Section 3): sentence-order-prediction (SOP) loss over every split of the output.
+
+For an output with sentences s_1..s_n (n >= 2) and every i in 1..n-1, A = s_1..s_i and B = s_i+1..s_n:
+the positive example is (A, B) with label "original order" and the negative one (B, A) with label "swapped".
+The SOP loss is the mean logistic (cross-entropy) loss over these 2(n-1) examples, and y_c = -loss
+(the scorer multiplies it by ``coherence_weight``). Outputs with fewer than two sentences have no split:
+loss 0, y_c = 0.
+
+Models: an export of kind ``sop`` (``task=sop``: any encoder with a trained order head; label 0 = original,
+1 = swapped), any HF sequence-pair classifier folder with that convention, or an ALBERT checkpoint with its
+pre-trained SOP head (``AlbertForPreTraining``, e.g. ``albert-base-v2`` for online users, the paper's model):
+ALBERT's ``sop_logits`` use the same labels.
+
+Window rule: when [CLS] A [SEP] B [SEP] does not fit the window, the tokens next to the boundary are kept —
+the *end* of the first segment and the *start* of the second, each at most half the window (the shorter side
+lends its unused half to the other). The number of pairs cut this way is logged.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from qe.gruen.hf import SpecialTokens, default_budget, model_id, pick_device, resolve_model, token_budget_batches
+
+log = logging.getLogger(__name__)
+
+
+class CoherenceModel:
+    def __init__(self, model: str | Path, device: str | None = None, max_tokens: int | None = None,
+                 precision: str = "fp32", verify: bool = True):
+        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+        path, self.manifest = resolve_model(model, expected_kind="sop", verify=verify)
+        self.name = model_id(model, self.manifest)
+        self.device = pick_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.special = SpecialTokens(self.tokenizer)
+        cfg = AutoConfig.from_pretrained(path)
+        self.albert = self.manifest is None and cfg.model_type == "albert" and \
+            "AlbertForSequenceClassification" not in (cfg.architectures or [])
+        if self.albert:
+            from transformers import AlbertForPreTraining
+
+            self.model = AlbertForPreTraining.from_pretrained(path)
+        else:
+            self.model = AutoModelForSequenceClassification.from_pretrained(path)
+        self.model.to(self.device).eval()
+        self.window = min(int(getattr(cfg, "max_position_embeddings", 512)), 512)
+        self.max_tokens = int(max_tokens or default_budget(self.device, gpu=131_072, cpu=8_192))
+        self.precision = precision if self.device.type == "cuda" else "fp32"
+        self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        self.truncated = 0
+
+    @property
+    def signature(self) -> str:
+        return f"sop:{self.name}{'(albert-sop-head)' if self.albert else ''}|budget:{self.max_tokens}"
+
+    def _pair(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+        room = self.window - self.special.n_pair
+        if len(a) + len(b) > room:
+            self.truncated += 1
+            half = room // 2
+            ka = min(len(a), max(half, room - len(b)))
+            kb = min(len(b), room - ka)
+            a, b = a[len(a) - ka :], b[:kb]
+        return self.special.pair(a, b)
+
+    @torch.inference_mode()
+    def sop_loss(self, docs: Sequence[list[str]], progress: bool = False) -> list[float]:
+        """Mean SOP loss per output (0.0 for fewer than two sentences)."""
+        from tqdm.auto import tqdm
+
+        tok = self.tokenizer
+        ex_ids, ex_tt, ex_label, ex_doc = [], [], [], []
+        sent_ids: dict[str, list[int]] = {}
+        allsent = list(dict.fromkeys(s for d in docs for s in d))
+        if allsent:
+            enc = tok(allsent, add_special_tokens=False)["input_ids"]
+            sent_ids = dict(zip(allsent, enc))
+        self.truncated = 0
+        for di, d in enumerate(docs):
+            for i in range(1, len(d)):
+                a = [t for s in d[:i] for t in sent_ids[s]]
+                b = [t for s in d[i:] for t in sent_ids[s]]
+                for (x, y), lab in (((a, b), 0), ((b, a), 1)):
+                    ids, tt = self._pair(x, y)
+                    ex_ids.append(ids); ex_tt.append(tt); ex_label.append(lab); ex_doc.append(di)
+        if self.truncated:
+            log.info("SOP: %d segment pairs longer than the %d-token window kept their boundary tokens only",
+                     self.truncated, self.window)
+        loss = np.zeros(len(ex_ids))
+        if ex_ids:
+            lengths = np.array([len(x) for x in ex_ids])
+            order = np.argsort(-lengths, kind="stable")
+            pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+            pbar = tqdm(total=len(ex_ids), desc="SOP", unit="pair", disable=not progress, leave=False)
+            for bt in token_budget_batches(lengths[order].tolist(), self.max_tokens):
+                idx = order[bt]
+                L = int(lengths[idx].max())
+                inp = torch.full((len(idx), L), pad, dtype=torch.long)
+                tt = torch.zeros((len(idx), L), dtype=torch.long)
+                for r, e in enumerate(idx):
+                    inp[r, : lengths[e]] = torch.as_tensor(ex_ids[e])
+                    tt[r, : lengths[e]] = torch.as_tensor(ex_tt[e])
+                att = (torch.arange(L)[None, :] < torch.as_tensor(lengths[idx])[:, None]).long()
+                kw = {"input_ids": inp.to(self.device), "attention_mask": att.to(self.device),
+                      "token_type_ids": tt.to(self.device)}
+                with torch.autocast(self.device.type, dtype=self._dtype, enabled=self._dtype is not None):
+                    out = self.model(**kw)
+                logits = (out.sop_logits if self.albert else out.logits).float()
+                y = torch.as_tensor([ex_label[e] for e in idx], device=logits.device)
+                loss[idx] = torch.nn.functional.cross_entropy(logits, y, reduction="none").double().cpu().numpy()
+                pbar.update(len(idx))
+            pbar.close()
+        tot, cnt = np.zeros(len(docs)), np.zeros(len(docs))
+        np.add.at(tot, np.asarray(ex_doc, dtype=np.int64), loss)
+        np.add.at(cnt, np.asarray(ex_doc, dtype=np.int64), 1)
+        return [float(t / c) if c else 0.0 for t, c in zip(tot, cnt)]

@@ -1,0 +1,403 @@
+"""GRUEN: batched PLL vs the naive loop, Table 10/11 behaviour, SOP training, ranges, edge inputs, tasks."""
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import qe
+from qe.gruen.hf import save_hf_export
+
+from conftest import needs_data
+
+REPO = Path(__file__).resolve().parents[1]
+
+WORDS = ("the a an monkey took bunch of bananas on desk it red large is was and cat dog sat mat hotel restaurant "
+         "food cheap near river first then finally later meanwhile , . boy rescued firefighters police drain "
+         "cover accident schoolboy free leg hole italian serves good bad quiet park").split()
+
+
+def _tiny_tokenizer(d: Path):
+    from transformers import BertTokenizer
+
+    d.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) + list("abcdefghijklmnopqrstuvwxyz")
+    vocab += ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+    vocab = list(dict.fromkeys(vocab))  # one line per token: ids are line numbers
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return BertTokenizer.from_pretrained(str(d), do_lower_case=True)
+
+
+def _tiny_config(tok, **kw):
+    from transformers import BertConfig
+
+    base = dict(vocab_size=len(tok.get_vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=37, max_position_embeddings=512, type_vocab_size=2)
+    base.update(kw)
+    return BertConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Tiny random BERT models saved with save_pretrained (MLM, CoLA classifier, SOP classifier) + exports."""
+    from transformers import BertForMaskedLM, BertForSequenceClassification, BertModel
+
+    root = tmp_path_factory.mktemp("tiny")
+    torch.manual_seed(0)
+    tok = _tiny_tokenizer(root / "tok")
+    out = {"tok": tok, "root": root}
+    mlm = BertForMaskedLM(_tiny_config(tok)).eval()
+    mlm.save_pretrained(root / "mlm")
+    tok.save_pretrained(root / "mlm")
+    out["mlm_dir"] = root / "mlm"
+    out["mlm_export"] = save_hf_export(root / "mlm_export", mlm, tok, "mlm", {"encoder": "tiny"}, {}, {})
+    cls = BertForSequenceClassification(_tiny_config(tok, num_labels=2)).eval()
+    out["cola_export"] = save_hf_export(root / "cola_export", cls, tok, "acceptability", {"positive_label": 1}, {}, {})
+    sop = BertForSequenceClassification(_tiny_config(tok, num_labels=2)).eval()
+    out["sop_export"] = save_hf_export(root / "sop_export", sop, tok, "sop", {}, {}, {})
+    enc = BertModel(_tiny_config(tok))
+    enc.save_pretrained(root / "encoder")
+    tok.save_pretrained(root / "encoder")
+    out["encoder"] = root / "encoder"
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- PLL
+def _naive_pll(model, tok, sentence: str, window: int) -> tuple[float, int]:
+    """One masked copy per forward pass, full-vocabulary logits: the definition, written independently."""
+    ids = tok(sentence, add_special_tokens=False)["input_ids"]
+    total, n = 0.0, 0
+    for s in range(0, len(ids), window - 2):
+        chunk = [tok.cls_token_id] + ids[s : s + window - 2] + [tok.sep_token_id]
+        for j in range(1, len(chunk) - 1):
+            x = torch.tensor([chunk])
+            x[0, j] = tok.mask_token_id
+            with torch.no_grad():
+                logits = model(input_ids=x).logits[0, j]
+            total += float(torch.log_softmax(logits, -1)[chunk[j]])
+            n += 1
+    return total, n
+
+
+def test_batched_pll_equals_naive_loop(tiny, tmp_path):
+    from transformers import BertForMaskedLM
+
+    from qe.gruen.pll import MaskedLM
+
+    torch.manual_seed(1)
+    tok = tiny["tok"]
+    small = BertForMaskedLM(_tiny_config(tok, max_position_embeddings=16)).eval()
+    small.save_pretrained(tmp_path / "m16")
+    tok.save_pretrained(tmp_path / "m16")
+    sents = ["the monkey took a bunch of bananas on the desk .", "a cat sat", "hotel",
+             " ".join(["the red dog sat on the mat ."] * 4),  # 32 pieces > window of 16: chunked
+             "the food is cheap near the river ."]
+    lm = MaskedLM(tmp_path / "m16", device="cpu", max_tokens=40)  # tiny budget: copies spread over many passes
+    s, k = lm.pll(sents)
+    for i, sent in enumerate(sents):
+        want, n = _naive_pll(small, tok, sent, window=16)
+        assert k[i] == n
+        assert s[i] == pytest.approx(want, abs=1e-4)
+    # the budget changes batching, never the numbers
+    s2, _ = MaskedLM(tmp_path / "m16", device="cpu", max_tokens=4096).pll(sents)
+    np.testing.assert_allclose(s, s2, atol=1e-4)
+
+
+def test_unmasked_variant_is_reference_loss(tiny):
+    from transformers import BertForMaskedLM
+
+    from qe.gruen.pll import MaskedLM
+
+    lm = MaskedLM(tiny["mlm_dir"], device="cpu")
+    model = BertForMaskedLM.from_pretrained(tiny["mlm_dir"]).eval()
+    sents = ["the monkey took a bunch of bananas", "a cat sat on the mat ."]
+    s, k = lm.unmasked_ce(sents)
+    for i, sent in enumerate(sents):
+        ids = tiny["tok"](sent, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            loss = model(input_ids=ids, labels=ids).loss  # the reference code's call
+        assert s[i] / k[i] == pytest.approx(float(loss), abs=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------- redundancy
+TABLE10 = [
+    ("The monkey took a bunch of bananas on the desk. It took a bunch of bananas on the desk.", "ABCD"),
+    ("The monkey took a bunch of bananas on the desk. The monkey took a bunch of bananas on the desk, and they "
+     "are the fruits reserved for the special guests invited tonight.", "ABD"),
+    ("The monkey took a bunch of bananas on the desk. The monkey took a large bunch of bananas on the red desk.", "CD"),
+    ("The monkey took a bunch of bananas on the desk. It took bunches of banana on the desks.", "C"),
+]
+
+
+@pytest.mark.parametrize("text,features", TABLE10)
+def test_table10_redundancy_features(text, features):
+    from qe.gruen.preprocess import preprocess
+    from qe.gruen.redundancy import pair_features, redundancy_score
+
+    sents = preprocess(text)
+    assert len(sents) == 2
+    assert pair_features(*sents) == features
+    assert redundancy_score(sents) == pytest.approx(-0.1 * len(features))
+
+
+def test_redundancy_none_for_unrelated_and_identical_is_four_hits():
+    from qe.gruen.redundancy import pair_features
+
+    assert pair_features("The hotel has free internet access today.", "A boy was rescued from the drain.") == ""
+    assert pair_features("The cat sat on the mat.", "The cat sat on the mat.") == "ABCD"
+
+
+# ----------------------------------------------------------------------------------------------- focus
+TABLE11_E = ("The FDA's Nonprescription Drugs Advisory Committee will meet Oct. Infant cough-and-cold products were "
+             "approved decades ago without adequate testing in children because experts assumed that children were "
+             "simply small adults, and that drugs approved for adults must also work in children. Ian M. Paul, an "
+             "assistant professor of pediatrics at Penn State College of Medicine who has studied the medicines.")
+TABLE11_F = ("On March 1, 2007, the Food/Drug Administration (FDA) started a broad safety review of children's "
+             "cough/cold remedies. They are particularly concerned about use of these drugs by infants. By September "
+             "28th, the 356-page FDA review urged an outright ban on all such medicines for children under six. Dr. "
+             "Charles Ganley, a top FDA official said \"We have no data on these agents of what's a safe and effective "
+             "dose in Children.\" The review also stated that between 1969 and 2006, 123 children died from taking "
+             "decongestants and antihistamines. On October 11th, all such infant products were pulled from the markets.")
+
+
+@pytest.fixture(scope="module")
+def focus_model():
+    from qe.gruen.focus import FocusModel
+
+    return FocusModel()
+
+
+def test_focus_penalises_table11_e_not_f(focus_model):
+    from qe.gruen.preprocess import preprocess
+
+    e, f = preprocess(TABLE11_E), preprocess(TABLE11_F)
+    assert len(e) == 3 and len(f) == 6
+    assert focus_model.scores([e, f]) == [pytest.approx(-0.1), pytest.approx(0.0)]
+    # similarity is a similarity: identical sentences are maximally similar, and wms stays in (0, 1]
+    s = "The boy was rescued from the drain."
+    assert focus_model.distance(s, s) == pytest.approx(0.0, abs=1e-9)
+    assert 0 < focus_model.similarity(e[0], e[1]) < focus_model.similarity(s, s) <= 1
+
+
+# ----------------------------------------------------------------------------------------------- SOP
+def _order_docs(n: int, seed: int) -> list[list[str]]:
+    rng = random.Random(seed)
+    nouns = ["cat", "dog", "boy", "monkey", "police", "firefighters"]
+    objs = ["mat", "desk", "hole", "drain", "park", "river", "food", "bananas"]
+    verbs = ["took", "sat", "rescued", "serves"]
+    cues = ["first", "then", "later", "finally"]
+    docs = []
+    for _ in range(n):
+        k = rng.randint(2, 4)
+        docs.append([f"{cues[i] if i < k - 1 else 'finally'} , the {rng.choice(nouns)} {rng.choice(verbs)} the "
+                     f"{rng.choice(objs)} ." for i in range(k)])
+    return docs
+
+
+def test_sop_task_trains_and_shuffled_order_scores_lower(tiny, tmp_path):
+    """task=sop end to end on a tiny encoder: self-supervised order head -> export -> lower loss for the original
+    order than for shuffled orders, on average over held-out documents."""
+    from hydra import compose, initialize_config_dir
+
+    from qe.gruen.coherence import CoherenceModel
+    from qe.training import run_training
+
+    train_docs = _order_docs(600, 0)
+    val_docs = _order_docs(30, 1)
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "task=sop", f"model.encoder={tiny['encoder']}", "model.lr=5e-3", "model.warmup_ratio=0.05",
+            "data.train=[{name: inline, documents: " + _yaml_docs(train_docs) + "}]",
+            "data.val=[{name: inline, documents: " + _yaml_docs(val_docs) + "}]",
+            "data.batch_size=32", "data.max_length=64", "trainer=cpu", "trainer.max_epochs=5",
+            "trainer.enable_progress_bar=false", "logger=csv", "callbacks.early_stopping=null",
+            f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}", f"export_dir={tmp_path}/export",
+            "ckpt_path=null"])
+    metrics = run_training(cfg)
+    assert metrics["val/acc"] > 0.8
+    cm = CoherenceModel(metrics["export_path"], device="cpu")
+    test_docs = _order_docs(40, 2)
+    rng = random.Random(3)
+    shuffled = []
+    for d in test_docs:
+        s = d[:]
+        while s == d:
+            rng.shuffle(s)
+        shuffled.append(s)
+    orig_loss = np.mean(cm.sop_loss(test_docs))
+    shuf_loss = np.mean(cm.sop_loss(shuffled))
+    assert orig_loss < shuf_loss
+    assert qe.load(metrics["export_path"]).score([" ".join(test_docs[0])], progress=False)[0] <= 0
+    # an interrupted run can be exported from its checkpoint: same weights, same losses
+    from omegaconf import OmegaConf
+
+    from qe.gruen.tasks import export_from_checkpoint
+
+    (tmp_path / ".hydra").mkdir()
+    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
+    again = export_from_checkpoint(tmp_path, "best", dest=tmp_path / "export2")
+    np.testing.assert_allclose(CoherenceModel(again, device="cpu").sop_loss(test_docs), cm.sop_loss(test_docs), atol=1e-5)
+    assert qe.export.read_manifest(again)["metrics"]["val/acc"] > 0.8
+
+
+def _yaml_docs(docs):
+    return "[" + ", ".join("[" + ", ".join(f"'{s}'" for s in d) + "]" for d in docs) + "]"
+
+
+# ----------------------------------------------------------------------------------------------- scorer
+@pytest.fixture(scope="module")
+def gruen(tiny):
+    return qe.load("gruen", acceptability=str(tiny["cola_export"]), mlm=str(tiny["mlm_export"]),
+                   sop=str(tiny["sop_export"]), device="cpu")
+
+
+def test_components_in_documented_ranges_and_input_order(gruen):
+    outs = [TABLE10[0][0], "The cat sat on the mat.", "", "Yes.", TABLE11_E, "a cat . the dog sat on the mat ."]
+    comps = gruen.score_components(outs, progress=False)
+    n = len(outs)
+    assert set(comps) >= {"grammaticality", "likelihood", "acceptability", "redundancy", "focus", "coherence", "gruen"}
+    for k, v in comps.items():
+        assert len(v) == n and all(math.isfinite(x) for x in v), k
+    assert all(0 <= x <= 1 for x in comps["gruen"])
+    assert all(0 <= x <= 1 for x in comps["grammaticality"])
+    assert all(0 < x <= 1 for x, m in zip(comps["likelihood"], comps["n_sentences"]) if m)
+    assert all(x <= 0 for k in ("redundancy", "focus", "coherence") for x in comps[k])
+    assert comps["redundancy"][0] == pytest.approx(-0.4)          # Table 10 (1): ABCD
+    assert comps["focus"][4] == pytest.approx(-0.1)              # Table 11 (e)
+    # empty / one-word outputs: every component 0, defined score
+    for i in (2, 3):
+        assert comps["n_sentences"][i] == 0 and comps["gruen"][i] == 0.0
+    # one sentence: no pairs, so no redundancy, focus or coherence terms
+    assert comps["redundancy"][1] == comps["focus"][1] == comps["coherence"][1] == 0.0
+    # scores come back in input order and equal component sums
+    single = gruen.score([outs[1]], progress=False)[0]
+    assert single == pytest.approx(comps["gruen"][1])
+    for i in range(n):
+        if comps["n_sentences"][i]:
+            tot = comps["grammaticality"][i] + comps["redundancy"][i] + comps["focus"][i] + comps["coherence"][i]
+            assert comps["gruen"][i] == pytest.approx(min(1, max(0, tot)))
+    assert "GRUEN[GRUEN]" in gruen.signature and "sop:sop_export@" in gruen.signature
+
+
+def test_long_input_over_window_is_scored_whole(gruen):
+    long = " ".join(["the red dog sat on the mat near the river and the cat took the food"] * 40) + " ."
+    n_pieces = len(gruen.lm.tokenizer(long, add_special_tokens=False)["input_ids"])
+    assert n_pieces > 512
+    s, k = gruen.lm.pll([long])
+    assert k[0] == n_pieces  # every piece scored, none truncated
+    comps = gruen.score_components([long, long + " " + long], progress=False)
+    assert all(0 <= x <= 1 for x in comps["gruen"])
+    p, _ = gruen.acc.scores([long])
+    assert 0 <= p[0] <= 1
+
+
+def test_reference_preset_and_modules(tiny):
+    from qe.gruen.scorer import GruenParams
+
+    sc = qe.load("gruen", acceptability=str(tiny["cola_export"]), mlm=str(tiny["mlm_export"]), sop="none",
+                 device="cpu", preset="reference", modules="G")
+    c = sc.score_components(["the cat sat on the mat .", "the dog took a bunch of bananas ."], progress=False)
+    assert all(x >= 0 for x in c["grammaticality"]) and c["coherence"] == [0.0, 0.0]
+    assert GruenParams.preset("reference").g_scale == pytest.approx(1 / 8)
+    with pytest.raises(TypeError, match="unknown GRUEN option"):
+        qe.load("gruen", acceptability=str(tiny["cola_export"]), mlm=str(tiny["mlm_export"]), bogus=1)
+    with pytest.raises(TypeError, match=r"outputs\[1\]"):
+        sc.score(["fine text here", 3], progress=False)
+
+
+def test_gruen_export_kind_roundtrip(tiny, tmp_path):
+    from qe.export import export_writer
+
+    with export_writer(tmp_path / "g", kind="gruen", config={
+            "models": {"acceptability": str(tiny["cola_export"]), "mlm": str(tiny["mlm_export"]), "sop": None},
+            "params": {"lm_alpha": 0.5}}):
+        pass
+    sc = qe.load(tmp_path / "g", device="cpu")
+    assert sc.params.lm_alpha == 0.5 and sc.sop is None and sc.models["sop"] is None
+    assert isinstance(qe.load(tiny["cola_export"]).score(["a cat sat ."], progress=False)[0], float)
+    assert qe.load(tiny["mlm_export"]).score(["a cat sat ."], progress=False)[0] < 0
+
+
+def test_tune_runner_on_sample(tiny, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from qe.training import run_training
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "task=gruen_tune", "gruen.dataset=sample", f"gruen.models.acceptability={tiny['cola_export']}",
+            f"gruen.models.mlm={tiny['mlm_export']}", "gruen.models.sop=null", f"gruen.cache_dir={tmp_path}/c",
+            "gruen.progress=false", f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}",
+            f"export_dir={tmp_path}/export", "gruen.device=cpu"])
+    m = run_training(cfg)
+    assert -1 <= m["dev/spearman"] <= 1
+    assert (tmp_path / "gruen_report.json").is_file() and any((tmp_path / "c").iterdir())
+    m2 = run_training(cfg)  # second run: served from the cache, same numbers
+    assert m2["dev/spearman"] == pytest.approx(m["dev/spearman"])
+    assert qe.load(m["export_path"]).params.modules == "GRUEN"
+
+
+# ----------------------------------------------------------------------------------------------- CoLA / MLM tasks
+@needs_data
+def test_cola_task_tiny_encoder_exports_acceptability(tiny, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from qe.training import run_training
+
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "task=cola", f"model.encoder={tiny['encoder']}", "data.max_train=64", "debug=fast", "trainer=cpu",
+            f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}", f"export_dir={tmp_path}/export",
+            "ckpt_path=null"])
+    m = run_training(cfg)
+    assert {"val/mcc_in", "val/mcc_out"} <= set(m)
+    assert -1 <= m["val/mcc_in"] <= 1
+    man = qe.export.read_manifest(m["export_path"], expected_kind="acceptability")
+    assert man["data"]["dev_out"] == 516
+    p = qe.load(m["export_path"]).score(["The cat sat on the mat.", "mat the on sat cat"], progress=False)
+    assert all(0 <= x <= 1 for x in p)
+
+
+def test_mlm_task_fits_head_and_exports(tiny, tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from qe.gruen.pll import MaskedLM
+    from qe.training import run_training
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(" ".join(random.Random(i).choices(WORDS[:20], k=8)) for i in range(200)))
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "task=mlm", f"model.encoder={tiny['mlm_dir']}", "model.train_layers=1",
+            f"data.train=[{{name: txt, path: {corpus}}}]", f"data.val=[{{name: txt, path: {corpus}}}]",
+            "data.max_val=32", "debug=fast", "trainer=cpu", f"paths.output_dir={tmp_path}",
+            f"paths.root_dir={tmp_path}", f"export_dir={tmp_path}/export", "ckpt_path=null"])
+    m = run_training(cfg)
+    assert math.isfinite(m["val/ppl"])
+    s, k = MaskedLM(m["export_path"], device="cpu").pll(["the monkey took a bunch of bananas"])
+    assert k[0] > 0 and s[0] < 0
+
+
+def test_albert_checkpoint_uses_its_own_sop_head(tiny, tmp_path):
+    """An ALBERT pre-training checkpoint (e.g. albert-base-v2 online) is scored with its pre-trained SOP head."""
+    from transformers import AlbertConfig, AlbertForPreTraining
+
+    from qe.gruen.coherence import CoherenceModel
+
+    tok = tiny["tok"]
+    cfg = AlbertConfig(vocab_size=len(tok.get_vocab()), embedding_size=16, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+    AlbertForPreTraining(cfg).eval().save_pretrained(tmp_path / "albert")
+    tok.save_pretrained(tmp_path / "albert")
+    cm = CoherenceModel(tmp_path / "albert", device="cpu")
+    assert cm.albert and "albert-sop-head" in cm.signature
+    docs = [["the cat sat on the mat .", "then the dog sat .", "finally the boy took the food ."], ["a cat sat ."]]
+    loss = cm.sop_loss(docs)
+    assert loss[0] > 0 and loss[1] == 0.0
+    # a pair longer than the 64-token window keeps the tokens next to the boundary (logged, not silently cut)
+    long_doc = [" ".join(["the red dog sat on the mat"] * 10) + " .", " ".join(["the cat took the food"] * 10) + " ."]
+    assert math.isfinite(cm.sop_loss([long_doc])[0]) and cm.truncated == 2
