@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 # Modules that register scorers or export kinds. Add a line when a new family lands.
 BUILTIN_MODULES: list[str] = [
     "qe.lm.scorer",
+    "qe.ratpred.scorer",
 ]
 
 _SCORERS: dict[str, Callable[..., Any]] = {}
