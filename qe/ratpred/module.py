@@ -8,6 +8,7 @@ mean ``val/corr``, the dev-selection criterion ("Pearson and Spearman ... with e
 """
 from __future__ import annotations
 
+import logging
 import math
 
 import lightning.pytorch as pl
@@ -15,6 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
+
+log = logging.getLogger(__name__)
 
 
 class RatPredNet(nn.Module):
@@ -70,7 +73,7 @@ def correlations(pred, gold) -> dict[str, float]:
 class RatPredModule(pl.LightningModule):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
                  dropout: float = 0.5, lr: float = 1e-4, round_to: float | None = 0.5,
-                 clip_lo: float | None = 1.0, clip_hi: float | None = 6.0):
+                 clip_lo: float | None = 1.0, clip_hi: float | None = 6.0, select_rounded: bool = False):
         super().__init__()
         self.save_hyperparameters()
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout)
@@ -102,7 +105,12 @@ class RatPredModule(pl.LightningModule):
         self._val_gold.clear()
         h = self.hparams
         m = correlations(round_clip(pred, h.round_to, h.clip_lo, h.clip_hi), gold)
-        m["corr"] = (m["pearson"] + m["spearman"]) / 2
+        raw = correlations(pred, gold)
+        m["corr_rounded"] = (m["pearson"] + m["spearman"]) / 2
+        m["corr_raw"] = (raw["pearson"] + raw["spearman"]) / 2
+        # selection criterion: on raw predictions by default - rounded predictions of an early, still
+        # narrow model collapse to one or two values and give a flat 0 that patience cannot see past
+        m["corr"] = m["corr_rounded"] if h.select_rounded else m["corr_raw"]
         self.log_dict({f"val/{k}": float(v) for k, v in m.items()}, prog_bar=True)
 
     def configure_optimizers(self):
@@ -110,15 +118,16 @@ class RatPredModule(pl.LightningModule):
 
 
 class KeepBest(pl.Callback):
-    """Keep the weights with the best ``val/corr`` in memory (no checkpoint files); optional patience.
+    """Keep the weights with the best ``val/corr`` in memory (no checkpoint files); optional patience
+    (never before ``min_passes`` passes, like the authors' ``min_passes``).
 
     ``best`` can be seeded with the score of an earlier stage so that a later stage only replaces the
     weights when it beats it (two-stage training keeps the best parameters over both stages).
     """
 
     def __init__(self, monitor: str = "val/corr", patience: int | None = None, best: float = -math.inf,
-                 state: dict | None = None):
-        self.monitor, self.patience = monitor, patience
+                 state: dict | None = None, min_passes: int = 0):
+        self.monitor, self.patience, self.min_passes = monitor, patience, min_passes
         self.best, self.state = best, state
         self.best_epoch, self.history = -1, []
         self._bad = 0
@@ -131,10 +140,12 @@ class KeepBest(pl.Callback):
             return
         v = float(v)
         self.history.append(v)
+        log.info("epoch %d %s=%.4f (best %.4f)", trainer.current_epoch, self.monitor, v, max(v, self.best))
         if v > self.best:
             self.best, self.best_epoch, self._bad = v, trainer.current_epoch, 0
             self.state = {k: t.detach().cpu().clone() for k, t in module.state_dict().items()}
         else:
             self._bad += 1
-            if self.patience is not None and self._bad >= self.patience:
+            if self.patience is not None and self._bad >= self.patience and \
+                    trainer.current_epoch + 1 >= self.min_passes:
                 trainer.should_stop = True

@@ -78,10 +78,12 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
                            dropout=float(model_cfg["dropout"]), lr=float(model_cfg["lr"]),
                            round_to=model_cfg.get("round_to"),
                            clip_lo=min(ratings) if model_cfg.get("clip", True) else None,
-                           clip_hi=max(ratings) if model_cfg.get("clip", True) else None)
+                           clip_hi=max(ratings) if model_cfg.get("clip", True) else None,
+                           select_rounded=bool(proto.get("select_rounded", False)))
     bs = int(model_cfg["batch_size"])
     dev_loader = _loader(dev, vocab, delex, 256, False)
     patience = proto.get("patience")
+    min_passes = int(proto.get("min_passes") or 0)
     keep = KeepBest(patience=patience)
     info: dict[str, Any] = {"vocab": len(vocab), "train_original": len(orig), "train_total": len(train_all)}
     t0 = time.perf_counter()
@@ -90,7 +92,7 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
         stages.append(("synth+all", train_all, int(proto["passes_synth"])))
     stages.append(("original", orig, int(proto["passes_orig"])))
     for name, data, passes in stages:
-        keep = KeepBest(patience=patience, best=keep.best, state=keep.state)
+        keep = KeepBest(patience=patience, best=keep.best, state=keep.state, min_passes=min_passes)
         tr = _trainer(cfg, passes, [keep])
         tr.fit(module, train_dataloaders=_loader(data, vocab, delex, bs, True, seed), val_dataloaders=dev_loader)
         stages_info = {"stage": name, "instances": len(data), "epochs_run": tr.current_epoch,
@@ -151,10 +153,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = _splits(cfg, records)
     seeds = list(proto["seeds"])
-    per_seed, runs, preds_rows = [], [], []
+    per_seed, per_seed_raw, runs, preds_rows = [], [], [], []
     first = None
     for seed in seeds:
-        all_pred, all_gold = [], []
+        all_pred, all_raw, all_gold = [], [], []
         for fold, train, dev, test in splits:
             orig, extra, counts = build_training_set(
                 train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
@@ -162,26 +164,40 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             dev_i = [Instance(r.mr, r.output, r.ratings[str(d.target)], "real", 0, r.id) for r in dev]
             test_i = [Instance(r.mr, r.output, r.ratings[str(d.target)], "real", 0, r.id) for r in test]
             module, vocab, info = train_one(orig, extra, dev_i, model_cfg, proto, int(seed), cfg)
-            p = predict(module, vocab, test_i, bool(proto.get("delex", True)))
+            raw = predict(module, vocab, test_i, bool(proto.get("delex", True)), rounded=False)
+            h = module.hparams
+            p = round_clip(raw, h.round_to, h.clip_lo, h.clip_hi)
             gold = np.array([i.rating for i in test_i])
             m = correlations(p, gold)
+            m_raw = correlations(raw, gold)
             log.info("setup %s seed %s fold %s: %s  (%d train instances, %.0fs)", setup, seed, fold,
                      {k: round(v, 3) for k, v in m.items()}, info["train_total"], info["seconds"])
             print(f"[ratpred {setup} seed={seed} fold={fold}] test {json.dumps({k: round(v, 3) for k, v in m.items()})}"
+                  f" raw {json.dumps({k: round(v, 3) for k, v in m_raw.items()})}"
                   f" train={info['train_total']} dev_corr={info['best_dev_corr']:.3f} {info['seconds']:.0f}s",
                   flush=True)
-            runs.append({"seed": seed, "fold": fold, "counts": counts, "test": m, "dev": len(dev), **info})
+            runs.append({"seed": seed, "fold": fold, "counts": counts, "test": m, "test_raw": m_raw, "dev": len(dev),
+                         **info})
             all_pred.extend(p.tolist())
+            all_raw.extend(raw.tolist())
             all_gold.extend(gold.tolist())
-            preds_rows.extend({"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "gold": i.rating}
-                              for i, x in zip(test_i, p))
+            preds_rows.extend({"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y),
+                               "gold": i.rating} for i, x, y in zip(test_i, p, raw))
+            with open(out_dir / "predictions.jsonl", "w") as f:  # after every fold: an interrupted run keeps them
+                for row in preds_rows:
+                    f.write(json.dumps(row) + "\n")
+            (out_dir / "results.json").write_text(json.dumps(
+                {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "partial": True,
+                 "runs": runs}, indent=1, default=str))
             if first is None:
                 first = (module, vocab, info, m, fold, seed)
         per_seed.append(correlations(all_pred, all_gold))
+        per_seed_raw.append(correlations(all_raw, all_gold))
     summary = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
     summary_std = {k: float(np.std([s[k] for s in per_seed])) for k in per_seed[0]}
     result = {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "target": str(d.target),
-              "summary": summary, "summary_std_over_seeds": summary_std, "per_seed": per_seed, "runs": runs,
+              "summary": summary, "summary_std_over_seeds": summary_std, "per_seed": per_seed,
+              "summary_raw": {k: float(np.mean([s[k] for s in per_seed_raw])) for k in per_seed_raw[0]}, "runs": runs,
               "config": plain_config(cfg)}
     (out_dir / "results.json").write_text(json.dumps(result, indent=1, default=str))
     with open(out_dir / "predictions.jsonl", "w") as f:
