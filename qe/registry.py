@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 BUILTIN_MODULES: list[str] = [
     "qe.lm.scorer",
     "qe.ratpred.scorer",
+    "qe.refmetrics.register",
 ]
 
 _SCORERS: dict[str, Callable[..., Any]] = {}

@@ -1,0 +1,31 @@
+"""Reference-based metrics behind the scorer API, and Kann et al. (2018)'s combinations with an LM score.
+
+    import qe
+    qe.load("bleu-4").score(outputs, refs=[[r1, r2], ...])
+    qe.load("rouge-l-mult").score(outputs, refs=refs)            # Kann et al.'s ROUGE-L-mult
+    qe.load("rouge-lm", lm="exports/wp").score(outputs, refs=refs)  # z(ROUGE-L-mult) + z(WPSLOR)
+    qe.load("exports/svr").score(outputs, refs=refs)              # a trained SVR combiner (task=svr)
+
+Metric definitions, multi-reference modes and the handling of empty inputs: :mod:`qe.refmetrics.base`,
+:mod:`qe.refmetrics.ngram`, :mod:`qe.refmetrics.rouge`, :mod:`qe.refmetrics.overlap`. Registered names and the
+papers' presets: :data:`qe.refmetrics.register.PRESETS`.
+"""
+from __future__ import annotations
+
+from qe.refmetrics.base import MODES, RefScorer, tokenize
+
+
+def corpus_bleu(outputs, refs, **options) -> float:
+    """sacrebleu corpus BLEU (0-1) of ``outputs`` against ``refs`` (one string or a list of strings per output)."""
+    from qe.refmetrics.ngram import BLEU
+
+    return BLEU(**options).corpus_score(outputs, refs)
+
+
+def describe() -> str:
+    from qe.refmetrics.register import PRESETS
+
+    return "\n".join(f"{name:16s} {doc}" for name, (_, _, doc) in sorted(PRESETS.items()))
+
+
+__all__ = ["MODES", "RefScorer", "corpus_bleu", "describe", "tokenize"]
