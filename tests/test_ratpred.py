@@ -132,7 +132,7 @@ def _records(n=60):
 
 def test_cv_folds_partition_exactly_and_rotate():
     recs = _records()
-    parts = make_parts(recs, 5, seed=3)
+    parts = make_parts(recs, 5, seed=3, group_by="mr")
     ids = [r.id for p in parts for r in p]
     assert sorted(ids) == sorted(r.id for r in recs) and len(ids) == len(set(ids))
     assert max(map(len, parts)) - min(map(len, parts)) <= 2
@@ -146,11 +146,22 @@ def test_cv_folds_partition_exactly_and_rotate():
         assert not ({r.id for r in tr} & {r.id for r in te}) and not ({r.id for r in dv} & {r.id for r in te})
         tests.append({r.id for r in te})
     assert set().union(*tests) == {r.id for r in recs} and sum(map(len, tests)) == len(recs)  # each once in test
+    # default grouping (the authors'): identical (MR, output) pairs stay together, MRs may straddle parts
+    dup = recs + [Record(id=f"d{i}", output=recs[i].output, mr=recs[i].mr, dataset=recs[i].dataset,
+                         ratings={"quality": 3.0}) for i in range(0, 60, 7)]
+    parts = make_parts(dup, 5, seed=3)
+    where = {}
+    for k, p in enumerate(parts):
+        for r in p:
+            assert where.setdefault((r.mr, r.output), k) == k
+    assert sorted(r.id for p in parts for r in p) == sorted(r.id for r in dup)
+    with pytest.raises(ValueError, match="group_by"):
+        make_parts(recs, 5, group_by="system")
 
 
 def test_setups_sources_and_no_test_leak():
     recs = _records()
-    tr, dv, te = cv_fold(make_parts(recs, 5, seed=3), 0)
+    tr, dv, te = cv_fold(make_parts(recs, 5, seed=3, group_by="mr"), 0)  # no MR in both train and test
     pool = [RefInstance("SFRES", "train", "inform(name='elsewhere',food=thai)", "elsewhere has thai food", "sfx#1"),
             RefInstance("SFRES", "valid", "inform(name='other',food=thai)", "other has thai food", "sfx#2")]
     test_outputs = {r.output for r in te}

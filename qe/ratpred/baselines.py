@@ -14,8 +14,9 @@ Metrics (segment level, each output against all its references from :mod:`qe.dat
   (1-4) cosine, idf from the references of all outputs, clipping and a Gaussian length penalty (sigma 6),
   x 10. Hand-written (``cider_d``) because no CIDEr package is installed.
 
-These are computed here with field libraries directly - a small, clearly named function per metric -
-because the project's registered reference metrics (branch issue-4) were not available when this ran.
+By default (``--impl registered``) the project's registered reference metrics are used
+(``qe.load("bleu-4" | "meteor" | "rouge-l" | "cider")``, :mod:`qe.refmetrics`); ``--impl direct`` uses the small
+field-library functions above instead (written before those existed; kept as an independent cross-check).
 
 Normalisation to ratings as the authors' ``metric_to_rating`` script: min-max over all outputs to [0, 1],
 then 10 bins of 0.1 (floor) mapped to 1, 1.5, ..., 6. The constant baseline predicts, per CV fold, the
@@ -115,6 +116,21 @@ def cider_d(outputs: list[str], refs: list[list[str]], n: int = 4, sigma: float 
 
 
 METRICS = {"BLEU": bleu_sacrebleu, "METEOR": meteor_nltk, "ROUGE-L": rouge_l, "CIDEr": cider_d}
+#: the project's registered reference metrics (qe.refmetrics) used by default
+REGISTERED = {"BLEU": "bleu-4", "METEOR": "meteor", "ROUGE-L": "rouge-l", "CIDEr": "cider"}
+
+
+def registered_metric(name: str):
+    """``qe.load(<registered name>)`` scorer as a (outputs, refs) -> scores function."""
+    import qe
+
+    scorer = qe.load(REGISTERED[name])
+
+    def fn(outputs, refs):
+        return scorer.score(outputs, refs=refs, progress=False)
+
+    fn.signature = scorer.signature
+    return fn
 AUTHOR_COLUMNS = {"BLEU": "Bleu_4", "METEOR": "METEOR", "ROUGE-L": "ROUGE_L", "CIDEr": "CIDEr"}
 
 
@@ -149,14 +165,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", default="quality")
     ap.add_argument("--out", default="outputs/ratpred_baselines.json")
+    ap.add_argument("--impl", choices=["registered", "direct"], default="registered",
+                    help="registered: qe.load('bleu-4' | 'meteor' | 'rouge-l' | 'cider'); direct: the small "
+                         "field-library functions in this module")
     args = ap.parse_args(argv)
     recs = load_dataset("emnlp17_refs")
     gold = np.array([r.ratings[args.target] for r in recs])
     outs = [r.output for r in recs]
     refs = [r.refs for r in recs]
     rows = {"Constant": constant_baseline(recs, args.target)}
-    raw = {}
-    for name, fn in METRICS.items():
+    raw, sigs = {}, {}
+    for name in METRICS:
+        fn = registered_metric(name) if args.impl == "registered" else METRICS[name]
+        sigs[name] = getattr(fn, "signature", f"qe.ratpred.baselines.{METRICS[name].__name__}")
         raw[name] = fn(outs, refs)
         rows[f"{name}*"] = correlations(to_rating(raw[name]), gold)
         rows[f"{name}* (authors' column)"] = correlations(
@@ -165,8 +186,10 @@ def main(argv=None):
     for k, m in rows.items():
         print(f"{k:32s} {m['pearson']:8.3f} {m['spearman']:8.3f} {m['mae']:7.3f} {m['rmse']:7.3f}")
     with open(args.out, "w") as f:
-        json.dump({"rows": rows, "n": len(recs), "raw_means": {k: float(np.mean(v)) for k, v in raw.items()}}, f,
-                  indent=1)
+        json.dump({"rows": rows, "n": len(recs), "impl": args.impl, "signatures": sigs,
+                   "raw_means": {k: float(np.mean(v)) for k, v in raw.items()}}, f, indent=1)
+    for k, v in sigs.items():
+        print(f"{k}: {v}")
     print(f"written: {args.out}")
 
 

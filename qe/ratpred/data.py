@@ -1,10 +1,11 @@
 """RatPred data: cross-validation folds over the rated records, training sets for setups S1-S6, C1-C3 splits,
 vocabulary and tensors.
 
-Folds (:func:`make_parts`, :func:`cv_fold`): records are grouped by (dataset, MR) - all outputs for one MR
-stay in one part, so that references of a test MR never enter training through another system's output for
-the same MR - the groups are shuffled with the seed and dealt into ``n_parts`` parts of near-equal record
-counts. Fold ``k`` trains on parts k, k+1, k+2, validates on k+3 and tests on k+4 (mod 5), the rotation of
+Folds (:func:`make_parts`, :func:`cv_fold`): records are grouped - ``group_by="mr_output"`` (default, as the
+authors' converter: identical (MR, output) pairs, e.g. two systems producing the same text, stay together, but
+other outputs for the same MR may sit in other parts) or ``group_by="mr"`` (stricter: all outputs for one MR
+in one part, so no test MR is ever seen in training, not even through its references in S3/S4) - the groups
+are shuffled with the seed and dealt into ``n_parts`` parts of near-equal record counts. Fold ``k`` trains on parts k, k+1, k+2, validates on k+3 and tests on k+4 (mod 5), the rotation of
 the authors' converter (3 / 1 / 1).
 
 Synthetic sources (:data:`SOURCES`, Section 4 of the paper); a setup is a list of them:
@@ -79,25 +80,33 @@ def real_instances(records: list[Record], target: str) -> list[Instance]:
 
 
 # ---------------------------------------------------------------------------------------------- folds
-def _group_key(r: Record) -> tuple:
-    return (r.dataset or "", r.mr or "")
+GROUP_BY = ("mr_output", "mr")
 
 
-def shuffled_groups(records: list[Record], seed: int) -> list[list[Record]]:
-    """Records grouped by (dataset, MR), groups in a seeded random order."""
+def _group_key(r: Record, group_by: str = "mr_output") -> tuple:
+    if group_by == "mr":
+        return (r.dataset or "", r.mr or "")
+    if group_by == "mr_output":
+        return (r.dataset or "", r.mr or "", r.output)
+    raise ValueError(f"group_by={group_by!r}: choose one of {GROUP_BY}")
+
+
+def shuffled_groups(records: list[Record], seed: int, group_by: str = "mr_output") -> list[list[Record]]:
+    """Records grouped (identical (MR, output) pairs, or whole MRs), groups in a seeded random order."""
     groups: dict[tuple, list[Record]] = {}
     for r in records:
-        groups.setdefault(_group_key(r), []).append(r)
+        groups.setdefault(_group_key(r, group_by), []).append(r)
     keys = sorted(groups)
     random.Random(seed).shuffle(keys)
     return [groups[k] for k in keys]
 
 
-def make_parts(records: list[Record], n_parts: int = 5, seed: int = 1206) -> list[list[Record]]:
-    """Shuffle MR groups with ``seed`` and deal them into ``n_parts`` parts of near-equal size."""
+def make_parts(records: list[Record], n_parts: int = 5, seed: int = 1206,
+               group_by: str = "mr_output") -> list[list[Record]]:
+    """Shuffle record groups with ``seed`` and deal them into ``n_parts`` parts of near-equal size."""
     if n_parts < 3:
         raise ValueError("need at least 3 parts (train / dev / test)")
-    groups = shuffled_groups(records, seed)
+    groups = shuffled_groups(records, seed, group_by)
     parts: list[list[Record]] = [[] for _ in range(n_parts)]
     target = len(records) / n_parts
     k = 0
@@ -120,7 +129,7 @@ def cv_fold(parts: list[list[Record]], fold: int, n_train: int = 3, n_dev: int =
 
 
 def in_set_split(records: list[Record], in_set: dict, n_small: int = 200, n_small_dev: int = 100,
-                 seed: int = 1206) -> dict[str, list[Record]]:
+                 seed: int = 1206, group_by: str = "mr_output") -> dict[str, list[Record]]:
     """C1-C3 (paper 4.2): ``in_set`` e.g. {"dataset": "SFHOT"} or {"system": "LOLS"}.
 
     Returns parts: ``small_train`` (n_small - n_small_dev in-set), ``small_dev`` (n_small_dev in-set),
@@ -131,9 +140,9 @@ def in_set_split(records: list[Record], in_set: dict, n_small: int = 200, n_smal
 
     ins = [r for r in records if is_in(r)]
     outs = [r for r in records if not is_in(r)]
-    flat = [r for g in shuffled_groups(ins, seed) for r in g]
+    flat = [r for g in shuffled_groups(ins, seed, group_by) for r in g]
     small_train, small_dev, test = flat[:n_small - n_small_dev], flat[n_small - n_small_dev:n_small], flat[n_small:]
-    op = make_parts(outs, n_parts=5, seed=seed)
+    op = make_parts(outs, n_parts=5, seed=seed, group_by=group_by)
     return {"small_train": small_train, "small_dev": small_dev, "in_test": test,
             "out_train": [r for p in op[:4] for r in p], "out_dev": op[4]}
 

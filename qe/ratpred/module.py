@@ -121,8 +121,8 @@ class KeepBest(pl.Callback):
     """Keep the weights with the best ``val/corr`` in memory (no checkpoint files); optional patience
     (never before ``min_passes`` passes, like the authors' ``min_passes``).
 
-    ``best`` can be seeded with the score of an earlier stage so that a later stage only replaces the
-    weights when it beats it (two-stage training keeps the best parameters over both stages).
+    ``best`` / ``state`` can be seeded with an earlier score and weights (a later stage then only replaces
+    them when it beats that score).
     """
 
     def __init__(self, monitor: str = "val/corr", patience: int | None = None, best: float = -math.inf,

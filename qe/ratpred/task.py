@@ -3,8 +3,8 @@
 ``python train.py experiment=ratpred_s4`` runs, for every seed in ``protocol.seeds`` and every fold in
 ``protocol.folds``: build the fold's training set for the setup (:mod:`qe.ratpred.data`), build the
 vocabulary from it, train with Lightning - with synthetic data first ``passes_synth`` passes over all data,
-then ``passes_orig`` passes over the original data, keeping the parameters with the best dev
-(Pearson + Spearman) / 2 over both stages - and predict the test part. Per seed, the test predictions of all
+then ``passes_orig`` passes over the original data, starting from the best stage-1 parameters; each stage
+keeps the parameters with its best dev (Pearson + Spearman) / 2 - and predict the test part. Per seed, the test predictions of all
 folds are pooled (cross-validation over the whole dataset) and scored (Pearson, Spearman, MAE, RMSE); the
 table reports the mean over seeds. ``results.json`` and ``predictions.jsonl`` go to the run directory; the
 model of the first (seed, fold) is exported (kind ``qe_gru``).
@@ -92,7 +92,10 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
         stages.append(("synth+all", train_all, int(proto["passes_synth"])))
     stages.append(("original", orig, int(proto["passes_orig"])))
     for name, data, passes in stages:
-        keep = KeepBest(patience=patience, best=keep.best, state=keep.state, min_passes=min_passes)
+        # each stage keeps its own best (paper: 20 passes "keeping the best parameters", then the passes over
+        # the original data): the final model always comes from the original-data stage, so its output scale
+        # is that of real ratings (a stage-1 model selected on correlation alone can be badly miscalibrated)
+        keep = KeepBest(patience=patience, min_passes=min_passes)
         tr = _trainer(cfg, passes, [keep])
         tr.fit(module, train_dataloaders=_loader(data, vocab, delex, bs, True, seed), val_dataloaders=dev_loader)
         stages_info = {"stage": name, "instances": len(data), "epochs_run": tr.current_epoch,
@@ -126,12 +129,12 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
     proto = cfg.protocol
     mode = proto.get("mode", "cv")
     if mode == "cv":
-        parts = make_parts(records, int(proto.n_parts), int(proto.part_seed))
+        parts = make_parts(records, int(proto.n_parts), int(proto.part_seed), str(proto.get("group_by", "mr_output")))
         folds = list(proto.folds) if proto.get("folds") is not None else list(range(int(proto.n_parts)))
         return [(f, *cv_fold(parts, f, int(proto.n_train_parts), int(proto.n_dev_parts))) for f in folds]
     if mode in ("C1", "C2", "C3"):
         sp = in_set_split(records, dict(proto.in_set), int(proto.n_small), int(proto.n_small_dev),
-                          int(proto.part_seed))
+                          int(proto.part_seed), str(proto.get("group_by", "mr_output")))
         train = {"C1": sp["small_train"], "C2": sp["out_train"], "C3": sp["out_train"] + sp["small_train"]}[mode]
         dev = sp["out_dev"] if mode == "C2" else sp["small_dev"]
         return [(0, train, dev, sp["in_test"])]
