@@ -212,6 +212,8 @@ def test_tiny_training_export_load_score(tmp_path):
                      round_to=0.5, clip=True)
     module, vocab, info = train_one(orig, extra, dev, model_cfg, {"passes_synth": 1, "passes_orig": 2}, seed=3)
     assert [s["stage"] for s in info["stages"]] == ["synth+all", "original"]
+    from qe.ratpred.module import RatPredModule
+    assert RatPredModule(10, 4, 4, init_bias=4.25).net.head.bias.item() == 4.25
     p = predict(module, vocab, dev)
     assert np.all(p >= 1.0) and np.all(p <= 6.0) and np.allclose(p * 2, np.round(p * 2))
     exp = save_export(tmp_path / "exp", module, vocab, {"delex": True, "setup": "S3"}, metrics={"x": 1.0})

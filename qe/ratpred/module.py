@@ -73,10 +73,16 @@ def correlations(pred, gold) -> dict[str, float]:
 class RatPredModule(pl.LightningModule):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
                  dropout: float = 0.5, lr: float = 1e-4, round_to: float | None = 0.5,
-                 clip_lo: float | None = 1.0, clip_hi: float | None = 6.0, select_rounded: bool = False):
+                 clip_lo: float | None = 1.0, clip_hi: float | None = 6.0, select_rounded: bool = False,
+                 init_bias: float | None = None):
         super().__init__()
         self.save_hyperparameters()
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout)
+        if init_bias is not None:
+            # start at the mean training rating: otherwise the first hundreds of updates (Adam moves each
+            # weight by ~lr per step) only shift the output from 0 towards ~4.4, saturating the tanh layers
+            with torch.no_grad():
+                self.net.head.bias.fill_(float(init_bias))
         self._val_pred: list[torch.Tensor] = []
         self._val_gold: list[torch.Tensor] = []
 

@@ -79,7 +79,8 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
                            round_to=model_cfg.get("round_to"),
                            clip_lo=min(ratings) if model_cfg.get("clip", True) else None,
                            clip_hi=max(ratings) if model_cfg.get("clip", True) else None,
-                           select_rounded=bool(proto.get("select_rounded", False)))
+                           select_rounded=bool(proto.get("select_rounded", False)),
+                           init_bias=float(np.mean(ratings)) if model_cfg.get("init_bias_mean", True) else None)
     bs = int(model_cfg["batch_size"])
     dev_loader = _loader(dev, vocab, delex, 256, False)
     patience = proto.get("patience")
