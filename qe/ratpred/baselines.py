@@ -179,7 +179,7 @@ def main(argv=None):
         fn = registered_metric(name) if args.impl == "registered" else METRICS[name]
         sigs[name] = getattr(fn, "signature", f"qe.ratpred.baselines.{METRICS[name].__name__}")
         raw[name] = fn(outs, refs)
-        rows[f"{name}*"] = correlations(to_rating(raw[name]), gold)
+        rows[f"{name}* (recomputed)"] = correlations(to_rating(raw[name]), gold)
         rows[f"{name}* (authors' column)"] = correlations(
             to_rating([r.metrics[AUTHOR_COLUMNS[name]] for r in recs]), gold)
     print(f"{'':32s} {'Pearson':>8s} {'Spearman':>8s} {'MAE':>7s} {'RMSE':>7s}")

@@ -24,6 +24,10 @@ PAPER = {
     "S4": (0.330, 0.274, 0.914, 1.226),
     "S5": (0.331, 0.265, 0.937, 1.245),
     "S6": (0.354, 0.287, 0.909, 1.208),
+    # Table 4 (cross-domain, in-set = SFHOT), S1 rows
+    "S1 C1": (0.147, 0.136, 1.086, 1.416),
+    "S1 C2": (0.162, 0.152, 0.985, 1.281),
+    "S1 C3": (0.170, 0.166, 1.003, 1.315),
 }
 
 
@@ -49,7 +53,8 @@ def table(baselines: dict | None, results: list[dict]) -> str:
     for row in rows:
         name, m = row[0], row[1]
         note = row[2] if len(row) > 2 else ""
-        p = PAPER.get(name.split(" ")[0], (None,) * 4)
+        key = name.replace(" unrounded", "")
+        p = PAPER.get(key, PAPER.get(key.split(" ")[0], (None,) * 4)) if "unrounded" not in name else (None,) * 4
         lines.append(f"| {name}{note} | {_f(m['pearson'])} | {_f(m['spearman'])} | {_f(m['mae'])} | {_f(m['rmse'])} | "
                      + " | ".join(_f(x) for x in p) + " |")
     return "\n".join(lines)
@@ -64,7 +69,6 @@ def pool(runs: list[dict], key: str = "pred") -> tuple[dict, list, list]:
     per_seed: dict = {}
     for r in runs:
         for row in r["predictions"]:
-            key = (row["seed"], row["fold"])
             per_seed.setdefault(row["seed"], {}).setdefault(row["fold"], []).append(row)
     folds_by_seed = {s: sorted(f) for s, f in per_seed.items()}
     ms = []
