@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
 
-import hydra
 import lightning.pytorch as pl
 import numpy as np
 import torch
@@ -30,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from qe.data.datasets import load_dataset
 from qe.export import export_writer
 from qe.ratpred.data import (SETUPS, Instance, RatingDataset, Vocab, build_training_set, collate, cv_fold,
-                             encode_instances, in_set_split, make_parts, reference_pool)
+                             encode_instances, in_set_split, make_parts, real_instances, reference_pool)
 from qe.ratpred.mr import delexicalise
 from qe.ratpred.module import KeepBest, RatPredModule, correlations, round_clip
 from qe.training import plain_config
@@ -165,8 +163,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             orig, extra, counts = build_training_set(
                 train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
                 seed=int(seed) * 1000 + fold, ref_pool=pool, delex=bool(proto.get("delex", True)))
-            dev_i = [Instance(r.mr, r.output, r.ratings[str(d.target)], "real", 0, r.id) for r in dev]
-            test_i = [Instance(r.mr, r.output, r.ratings[str(d.target)], "real", 0, r.id) for r in test]
+            dev_i = real_instances(dev, str(d.target))  # checks MR present and rating a number, naming the record
+            test_i = real_instances(test, str(d.target))
             module, vocab, info = train_one(orig, extra, dev_i, model_cfg, proto, int(seed), cfg)
             raw = predict(module, vocab, test_i, bool(proto.get("delex", True)), rounded=False)
             h = module.hparams
