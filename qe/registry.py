@@ -19,6 +19,7 @@ BUILTIN_MODULES: list[str] = [
     "qe.lm.scorer",
     "qe.discourse.scorers",
     "qe.evaluation.baselines",
+    "qe.ratpred.scorer",
     "qe.refmetrics.register",
     "qe.gruen.scorer",
 ]

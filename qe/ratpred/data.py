@@ -1,0 +1,300 @@
+"""RatPred data: cross-validation folds over the rated records, training sets for setups S1-S6, C1-C3 splits,
+vocabulary and tensors.
+
+Folds (:func:`make_parts`, :func:`cv_fold`): records are grouped - ``group_by="mr_output"`` (default, as the
+authors' converter: identical (MR, output) pairs, e.g. two systems producing the same text, stay together, but
+other outputs for the same MR may sit in other parts) or ``group_by="mr"`` (stricter: all outputs for one MR
+in one part, so no test MR is ever seen in training, not even through its references in S3/S4) - the groups
+are shuffled with the seed and dealt into ``n_parts`` parts of near-equal record counts. Fold ``k`` trains on parts k, k+1, k+2, validates on k+3 and tests on k+4 (mod 5), the rotation of
+the authors' converter (3 / 1 / 1).
+
+Synthetic sources (:data:`SOURCES`, Section 4 of the paper); a setup is a list of them:
+
+* ``train_outputs``  - the training part's system outputs with their median ratings, distorted (S2+);
+* ``train_refs``     - human references of the training part's MRs, rating 6, plus distortions (S3+);
+* ``source_train``   - every reference of the source datasets' training splits (SF Hotel / SF Restaurant
+  ``train.json``; BAGEL has no separate training split in the rated data) (S4+);
+* ``test_refs``      - human references of the test part's MRs (S5+; not strictly referenceless);
+* ``source_all``     - every reference of the complete source datasets: SF train + valid + test, all BAGEL (S6).
+
+Test-part *system outputs* are never distorted or added; only the original training records, never dev or
+test records, are used as rated instances.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from qe.data.record import Record
+from qe.data.references import RefInstance, all_reference_instances, mr_key
+from qe.errors import RecordError
+from qe.ratpred.mr import delexicalise, relexicalise
+from qe.ratpred.synth import Dictionary, distort, lowered_rating
+
+log = logging.getLogger(__name__)
+
+SOURCES = ("train_outputs", "train_refs", "source_train", "test_refs", "source_all")
+SETUPS: dict[str, tuple[str, ...]] = {
+    "S1": (),
+    "S2": ("train_outputs",),
+    "S3": ("train_outputs", "train_refs"),
+    "S4": ("train_outputs", "train_refs", "source_train"),
+    "S5": ("train_outputs", "train_refs", "source_train", "test_refs"),
+    "S6": ("train_outputs", "train_refs", "source_train", "test_refs", "source_all"),
+}
+MAX_RATING = 6.0
+
+
+@dataclass
+class Instance:
+    mr: str
+    output: str
+    rating: float
+    origin: str  # real / synth:<source> / ref:<source>
+    n_errors: int = 0
+    src: str = ""  # record id or reference source
+
+
+def record_rating(rec: Record, target: str) -> float:
+    if target not in rec.ratings:
+        raise RecordError(f"record {rec.id!r}: no rating {target!r} (has {sorted(rec.ratings)})")
+    v = rec.ratings[target]
+    if v != v:
+        raise RecordError(f"record {rec.id!r}: rating {target!r} is NaN")
+    return float(v)
+
+
+def real_instances(records: list[Record], target: str) -> list[Instance]:
+    out = []
+    for r in records:
+        if not r.mr:
+            raise RecordError(f"record {r.id!r}: field 'mr' is missing (RatPred needs an MR per output)")
+        out.append(Instance(r.mr, r.output, record_rating(r, target), "real", 0, r.id))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- folds
+GROUP_BY = ("mr_output", "mr")
+
+
+def _group_key(r: Record, group_by: str = "mr_output") -> tuple:
+    if group_by == "mr":
+        return (r.dataset or "", r.mr or "")
+    if group_by == "mr_output":
+        return (r.dataset or "", r.mr or "", r.output)
+    raise ValueError(f"group_by={group_by!r}: choose one of {GROUP_BY}")
+
+
+def shuffled_groups(records: list[Record], seed: int, group_by: str = "mr_output") -> list[list[Record]]:
+    """Records grouped (identical (MR, output) pairs, or whole MRs), groups in a seeded random order."""
+    groups: dict[tuple, list[Record]] = {}
+    for r in records:
+        groups.setdefault(_group_key(r, group_by), []).append(r)
+    keys = sorted(groups)
+    random.Random(seed).shuffle(keys)
+    return [groups[k] for k in keys]
+
+
+def make_parts(records: list[Record], n_parts: int = 5, seed: int = 1206,
+               group_by: str = "mr_output") -> list[list[Record]]:
+    """Shuffle record groups with ``seed`` and deal them into ``n_parts`` parts of near-equal size."""
+    if n_parts < 3:
+        raise ValueError("need at least 3 parts (train / dev / test)")
+    groups = shuffled_groups(records, seed, group_by)
+    parts: list[list[Record]] = [[] for _ in range(n_parts)]
+    target = len(records) / n_parts
+    k = 0
+    for g in groups:  # fill part k up to its share, then move on (contiguous, like the authors' split)
+        if len(parts[k]) >= target * 0.999 and k < n_parts - 1:
+            k += 1
+        parts[k].extend(g)
+    return parts
+
+
+def cv_fold(parts: list[list[Record]], fold: int, n_train: int = 3, n_dev: int = 1) -> tuple[list, list, list]:
+    n = len(parts)
+    if not 0 <= fold < n:
+        raise ValueError(f"fold {fold} out of range 0..{n - 1}")
+    rot = parts[fold:] + parts[:fold]
+    train = [r for p in rot[:n_train] for r in p]
+    dev = [r for p in rot[n_train:n_train + n_dev] for r in p]
+    test = [r for p in rot[n_train + n_dev:] for r in p]
+    return train, dev, test
+
+
+def in_set_split(records: list[Record], in_set: dict, n_small: int = 200, n_small_dev: int = 100,
+                 seed: int = 1206, group_by: str = "mr_output") -> dict[str, list[Record]]:
+    """C1-C3 (paper 4.2): ``in_set`` e.g. {"dataset": "SFHOT"} or {"system": "LOLS"}.
+
+    Returns parts: ``small_train`` (n_small - n_small_dev in-set), ``small_dev`` (n_small_dev in-set),
+    ``in_test`` (rest of the in-set), ``out_train`` / ``out_dev`` (out-of-set, 4:1). MR groups are kept together.
+    """
+    def is_in(r):
+        return all(getattr(r, k) == v for k, v in in_set.items())
+
+    ins = [r for r in records if is_in(r)]
+    outs = [r for r in records if not is_in(r)]
+    flat = [r for g in shuffled_groups(ins, seed, group_by) for r in g]
+    small_train, small_dev, test = flat[:n_small - n_small_dev], flat[n_small - n_small_dev:n_small], flat[n_small:]
+    op = make_parts(outs, n_parts=5, seed=seed, group_by=group_by)
+    return {"small_train": small_train, "small_dev": small_dev, "in_test": test,
+            "out_train": [r for p in op[:4] for r in p], "out_dev": op[4]}
+
+
+# ------------------------------------------------------------------------------------ synthetic data
+def _distorted(inst: Instance, max_errors: int, rng: np.random.Generator, dictionary: Dictionary,
+               source: str, delex: bool) -> list[Instance]:
+    d = delexicalise(inst.mr, inst.output, delex=delex, where=f"{inst.src} field 'mr'")
+    out = []
+    for n in range(1, max_errors + 1):
+        rating = lowered_rating(inst.rating, n)
+        toks, _ = distort(d.out_tokens, n, rng, dictionary)
+        text = " ".join(relexicalise(toks, d.values))
+        out.append(Instance(inst.mr, text, rating, f"synth:{source}", n, inst.src))
+    return out
+
+
+def _ref_instances(refs: list[RefInstance]) -> list[Instance]:
+    return [Instance(r.mr, r.ref, MAX_RATING, "ref", 0, r.source) for r in refs]
+
+
+def _record_refs(records: list[Record], source: str) -> list[Instance]:
+    out = []
+    for r in records:
+        srcs = r.extra.get("ref_sources") or [f"{r.id}#ref{i}" for i in range(len(r.refs))]
+        for ref, s in zip(r.refs, srcs):
+            out.append(Instance(r.mr, ref, MAX_RATING, f"ref:{source}", 0, s))
+    return out
+
+
+def build_training_set(train: list[Record], test: list[Record], sources: tuple[str, ...] | list[str],
+                       target: str = "quality", max_errors: int = 4, seed: int = 1206,
+                       ref_pool: list[RefInstance] | None = None, delex: bool = True,
+                       dictionary: Dictionary | None = None) -> tuple[list[Instance], list[Instance], dict]:
+    """(original instances, synthetic + reference instances, counts) for one fold.
+
+    Original = the training records (real outputs, median ratings). Synthetic = per ``sources``: references
+    enter at rating 6 and with 1..``max_errors`` errors; training outputs with 1..``max_errors`` errors
+    (distinct (MR, output) pairs; their median rating lowered). ``test`` records only contribute their MRs'
+    *references* (``test_refs``), never their outputs. ``ref_pool``: source-dataset references
+    (:func:`qe.data.references.all_reference_instances`), needed by ``source_train`` / ``source_all``.
+    """
+    bad = [s for s in sources if s not in SOURCES]
+    if bad:
+        raise ValueError(f"unknown synthetic source(s) {bad}; choose from {SOURCES}")
+    rng = np.random.default_rng(seed)
+    orig = real_instances(train, target)
+    if dictionary is None:
+        dictionary = Dictionary.from_token_lists(
+            delexicalise(i.mr, i.output, delex=delex, where=i.src).out_tokens for i in orig)
+    extra: list[Instance] = []
+    seen_refs: set[tuple] = set()
+
+    def add_refs(insts: list[Instance], source: str):
+        for i in insts:
+            key = (mr_key(i.mr), i.output)
+            if key in seen_refs:
+                continue
+            seen_refs.add(key)
+            i.origin = f"ref:{source}"
+            extra.append(i)
+            extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex))
+
+    for source in sources:
+        if source == "train_outputs":
+            seen: set[tuple] = set()
+            for i in orig:
+                if (i.mr, i.output) in seen:
+                    continue
+                seen.add((i.mr, i.output))
+                extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex))
+        elif source == "train_refs":
+            add_refs(_record_refs(train, source), source)
+        elif source == "test_refs":
+            add_refs(_record_refs(test, source), source)
+        elif source in ("source_train", "source_all"):
+            if ref_pool is None:
+                raise ValueError(f"source {source!r} needs ref_pool (the source datasets' references)")
+            pool = [r for r in ref_pool if source == "source_all" or r.split == "train"]
+            add_refs(_ref_instances(pool), source)
+    # guard: distorted system outputs come from training records only
+    train_ids = {r.id for r in train}
+    leaked = [i.src for i in extra if i.origin == "synth:train_outputs" and i.src not in train_ids]
+    if leaked:
+        raise AssertionError(f"non-training outputs leaked into synthetic data: {leaked[:3]}")
+    counts = dict(Counter(i.origin for i in extra))
+    counts["original"] = len(orig)
+    counts["total"] = len(orig) + len(extra)
+    return orig, extra, counts
+
+
+def reference_pool(data_dir=None) -> list[RefInstance]:
+    return all_reference_instances(data_dir)
+
+
+# ------------------------------------------------------------------------------------------ tensors
+PAD, UNK = "<pad>", "<unk>"
+
+
+class Vocab:
+    def __init__(self, tokens: list[str]):
+        self.itos = [PAD, UNK] + [t for t in tokens if t not in (PAD, UNK)]
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, token_lists, min_count: int = 1) -> "Vocab":
+        c = Counter(t for toks in token_lists for t in toks)
+        return cls(sorted(t for t, n in c.items() if n >= min_count))
+
+    def encode(self, toks: list[str]) -> list[int]:
+        return [self.stoi.get(t, 1) for t in toks] or [1]
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256("\n".join(self.itos).encode()).hexdigest()
+
+
+def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50):
+    """-> (mr_ids, out_ids, ratings) lists; outputs longer than max_len tokens keep their first max_len
+    (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs)."""
+    mrs, outs, ys = [], [], []
+    for i in insts:
+        d = delexicalise(i.mr, i.output, delex=delex, where=i.src)
+        mrs.append(vocab.encode(d.mr_tokens)[:max_len * 3])
+        outs.append(vocab.encode(d.out_tokens)[:max_len])
+        ys.append(i.rating)
+    return mrs, outs, ys
+
+
+def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    x = torch.zeros(len(seqs), int(lens.max()), dtype=torch.long)
+    for j, s in enumerate(seqs):
+        x[j, :len(s)] = torch.tensor(s, dtype=torch.long)
+    return x, lens
+
+
+class RatingDataset(torch.utils.data.Dataset):
+    def __init__(self, mrs, outs, ys):
+        self.mrs, self.outs, self.ys = mrs, outs, ys
+
+    def __len__(self):
+        return len(self.ys)
+
+    def __getitem__(self, i):
+        return self.mrs[i], self.outs[i], self.ys[i]
+
+
+def collate(items):
+    mrs, outs, ys = zip(*items)
+    m, ml = pad_batch(list(mrs))
+    o, ol = pad_batch(list(outs))
+    return {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(ys, dtype=torch.float32)}

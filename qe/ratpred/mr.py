@@ -1,0 +1,155 @@
+"""MR linearisation and (de)lexicalisation for RatPred (Dušek, Novikova & Rieser 2017, Section 3.2).
+
+* :func:`linearise` turns a dialogue act ``inform(name='x',food=chinese)`` into the token sequence of
+  "DA type - slot - value" triples: ``inform name X-name inform food X-food``. Acts without slots give
+  ``act <null> <null>``, slots without values (``request(area)``) ``act area <null>``.
+* :func:`delexicalise` replaces slot values by placeholders ``X-<slot>`` in the MR and, where the value's
+  tokens occur in the output, in the output too (first unused occurrence, slots in MR order, so repeated
+  slots such as two ``near`` values are assigned left to right). Values that are unknown / "don't care" /
+  binary (``none``, ``dont_care``, ``yes``, ``no``, ``yes or no``) are kept, as in the paper. Only the
+  slots in :data:`DELEX_SLOTS` are delexicalised (the slot list of the authors' released converter: names,
+  areas, food, prices, addresses, phone numbers, counts, types).
+* :func:`relexicalise` puts values back: the k-th ``X-<slot>`` placeholder in a token list gets the k-th
+  value of that slot (the last one if there are more placeholders than values, e.g. after a synthetic
+  "duplicate" error).
+
+Outputs are lower-cased and tokenised with :func:`qe.tokenization.word_tokenize`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qe.data.references import parse_mr
+from qe.errors import RecordError
+from qe.tokenization import word_tokenize
+
+NULL = "<null>"
+#: slots whose values are delexicalised (slot names after removing "_", as in :func:`norm_slot`)
+DELEX_SLOTS = frozenset({"count", "addr", "area", "food", "price", "phone", "near", "pricerange", "postcode",
+                         "address", "eattype", "type", "goodformeal", "name"})
+#: values never delexicalised: unknown, don't care and binary values
+KEEP_VALUES = frozenset({"none", "dontcare", "dont_care", "yes", "no", "yes or no", "?", ""})
+
+
+def norm_slot(slot: str) -> str:
+    return slot.lower().replace("_", "")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (the paper tokenises and lower-cases outputs)."""
+    return word_tokenize(text, lowercase=True)
+
+
+def parse(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | None]]]:
+    """Parse an MR (EMNLP17 or SF notation); slot names normalised, values lower-cased."""
+    if not isinstance(mr, str) or not mr.strip():
+        raise RecordError(f"{where}: MR is missing or empty")
+    act, slots = parse_mr(mr, where)
+    return act, [(norm_slot(s), None if v is None else v.strip().lower()) for s, v in slots]
+
+
+def placeholder(slot: str) -> str:
+    return f"X-{slot}"
+
+
+@dataclass
+class Delex:
+    """Result of delexicalising one (MR, output) pair."""
+
+    mr_tokens: list[str]  # linearised, delexicalised MR
+    out_tokens: list[str]  # delexicalised output tokens
+    #: slot -> list of value token lists (in MR order), used to relexicalise
+    values: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+def _delex_slots(slots):
+    out, values = [], {}
+    for s, v in slots:
+        if v is not None and s in DELEX_SLOTS and v not in KEEP_VALUES:
+            values.setdefault(s, []).append(tokenize(v))
+            out.append((s, placeholder(s)))
+        else:
+            out.append((s, v))
+    return out, values
+
+
+def linearise_slots(act: str, slots: list[tuple[str, str | None]]) -> list[str]:
+    if not slots:
+        return [act, NULL, NULL]
+    toks: list[str] = []
+    for s, v in slots:
+        toks.append(act)
+        toks.append(s)
+        if v is None:
+            toks.append(NULL)
+        elif v.startswith("X-"):
+            toks.append(v)
+        else:  # multi-word values become several tokens after the slot
+            toks.extend(tokenize(v) or [NULL])
+    return toks
+
+
+def linearise(mr: str, delex: bool = True, where: str = "<mr>") -> list[str]:
+    """MR -> "DA type - slot - value" token triples (see module docstring)."""
+    act, slots = parse(mr, where)
+    if delex:
+        slots, _ = _delex_slots(slots)
+    return linearise_slots(act, slots)
+
+
+def _find(tokens: list[str], sub: list[str], used: list[bool]) -> int:
+    n = len(sub)
+    for i in range(len(tokens) - n + 1):
+        if tokens[i:i + n] == sub and not any(used[i:i + n]):
+            return i
+    return -1
+
+
+def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: str = "<mr>") -> Delex:
+    """Delexicalise the MR and the matching values in the output (module docstring)."""
+    act, slots = parse(mr, where)
+    toks = tokenize(output) if isinstance(output, str) else list(output)
+    if not delex:
+        return Delex(linearise_slots(act, slots), toks, {})
+    dslots, values = _delex_slots(slots)
+    used = [False] * len(toks)
+    spans = []  # (start, length, placeholder)
+    for s, v in slots:
+        if s not in values or v is None or v in KEEP_VALUES:
+            continue
+        vt = tokenize(v)
+        if not vt:
+            continue
+        i = _find(toks, vt, used)
+        if i >= 0:
+            for j in range(i, i + len(vt)):
+                used[j] = True
+            spans.append((i, len(vt), placeholder(s)))
+    out: list[str] = []
+    starts = {i: (n, ph) for i, n, ph in spans}
+    i = 0
+    while i < len(toks):
+        if i in starts:
+            n, ph = starts[i]
+            out.append(ph)
+            i += n
+        else:
+            out.append(toks[i])
+            i += 1
+    return Delex(linearise_slots(act, dslots), out, values)
+
+
+def relexicalise(tokens: list[str], values: dict[str, list[list[str]]]) -> list[str]:
+    """Replace ``X-<slot>`` placeholders by the slot's values (k-th placeholder -> k-th value)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for t in tokens:
+        if t.startswith("X-") and t[2:] in values and values[t[2:]]:
+            s = t[2:]
+            k = seen.get(s, 0)
+            vals = values[s]
+            out.extend(vals[min(k, len(vals) - 1)])
+            seen[s] = k + 1
+        else:
+            out.append(t)
+    return out

@@ -1,0 +1,116 @@
+"""Markdown Table 3 (ours beside the paper's) from baseline and runner outputs.
+
+    PYTHONPATH=. python -m qe.ratpred.report outputs/ratpred_baselines.json outputs/qe_ratpred/runs/*/results.json
+
+Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run short) are pooled:
+their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear twice) and
+scored together, exactly as one run over all folds would.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+#: Dušek, Novikova & Rieser 2017, Table 3 (Pearson, Spearman, MAE, RMSE)
+PAPER = {
+    "Constant": (None, None, 1.013, 1.233),
+    "BLEU*": (0.074, 0.061, 2.264, 2.731),
+    "METEOR*": (0.095, 0.099, 1.820, 2.129),
+    "ROUGE-L*": (0.079, 0.072, 1.312, 1.674),
+    "CIDEr*": (0.061, 0.058, 2.606, 2.935),
+    "S1": (0.273, 0.260, 0.948, 1.258),
+    "S2": (0.283, 0.268, 0.948, 1.273),
+    "S3": (0.278, 0.261, 0.930, 1.257),
+    "S4": (0.330, 0.274, 0.914, 1.226),
+    "S5": (0.331, 0.265, 0.937, 1.245),
+    "S6": (0.354, 0.287, 0.909, 1.208),
+    # Table 4 (cross-domain, in-set = SFHOT), S1 rows
+    "S1 C1": (0.147, 0.136, 1.086, 1.416),
+    "S1 C2": (0.162, 0.152, 0.985, 1.281),
+    "S1 C3": (0.170, 0.166, 1.003, 1.315),
+}
+
+
+def _f(v):
+    return "-" if v is None or v != v else f"{v:.3f}"
+
+
+def table(baselines: dict | None, results: list[dict]) -> str:
+    lines = ["| Setup | Pearson | Spearman | MAE | RMSE | paper Pearson | paper Spearman | paper MAE | paper RMSE |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+    if baselines:
+        for k, m in baselines["rows"].items():
+            rows.append((k, m))
+    by_setup: dict[str, list[dict]] = {}
+    for r in results:
+        by_setup.setdefault(f"{r['setup']}" + ("" if r.get("mode", "cv") == "cv" else f" {r['mode']}"), []).append(r)
+    for s in sorted(by_setup):
+        summary, folds, seeds = pool(by_setup[s])
+        rows.append((s, summary, f" (folds {folds}, seeds {seeds})"))
+        if all("raw" in x for r in by_setup[s] for x in r["predictions"]):
+            rows.append((s + " unrounded", pool(by_setup[s], "raw")[0], ""))
+    for row in rows:
+        name, m = row[0], row[1]
+        note = row[2] if len(row) > 2 else ""
+        key = name.replace(" unrounded", "")
+        p = PAPER.get(key, PAPER.get(key.split(" ")[0], (None,) * 4)) if "unrounded" not in name else (None,) * 4
+        lines.append(f"| {name}{note} | {_f(m['pearson'])} | {_f(m['spearman'])} | {_f(m['mae'])} | {_f(m['rmse'])} | "
+                     + " | ".join(_f(x) for x in p) + " |")
+    return "\n".join(lines)
+
+
+def pool(runs: list[dict], key: str = "pred") -> tuple[dict, list, list]:
+    """Pool the test predictions of several result files (same setup) per seed; mean of metrics over seeds."""
+    import numpy as np
+
+    from qe.ratpred.module import correlations
+
+    per_seed: dict = {}
+    for r in runs:
+        for row in r["predictions"]:
+            per_seed.setdefault(row["seed"], {}).setdefault(row["fold"], []).append(row)
+    folds_by_seed = {s: sorted(f) for s, f in per_seed.items()}
+    ms = []
+    for s, fd in per_seed.items():
+        rows = [x for f in sorted(fd) for x in fd[f]]
+        ms.append(correlations([x[key] for x in rows], [x["gold"] for x in rows]))
+    summary = {k: float(np.mean([m[k] for m in ms])) for k in ms[0]}
+    return summary, sorted({f for v in folds_by_seed.values() for f in v}), sorted(per_seed)
+
+
+def _load_result(path: str) -> dict:
+    from pathlib import Path
+
+    d = json.load(open(path))
+    if "rows" in d:
+        return d
+    preds = Path(path).with_name("predictions.jsonl")
+    d["predictions"] = [json.loads(x) for x in open(preds)]
+    seen = {}
+    for x in d["predictions"]:
+        seen.setdefault((x["seed"], x["fold"]), path)
+    d["_keys"] = set(seen)
+    return d
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    base, res = None, []
+    taken: dict = {}
+    for p in argv:
+        d = _load_result(p)
+        if "rows" in d:
+            base = d
+            continue
+        dup = {k for k in d["_keys"] if (d["setup"], d.get("mode"), k) in taken}
+        if dup:
+            raise SystemExit(f"{p}: (seed, fold) {sorted(dup)} of setup {d['setup']} already in {taken[(d['setup'], d.get('mode'), min(dup))]}")
+        for k in d["_keys"]:
+            taken[(d["setup"], d.get("mode"), k)] = p
+        res.append(d)
+    print(table(base, res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""RatPred: MR linearisation, (de)lexicalisation, synthetic errors, rating rule, folds, setups, end to end."""
+import json
+
+import numpy as np
+import pytest
+
+import qe
+from conftest import needs_data
+from qe.data.record import Record
+from qe.data.references import RefInstance
+from qe.errors import MissingInputError, RecordError
+from qe.ratpred.data import SETUPS, build_training_set, cv_fold, in_set_split, make_parts
+from qe.ratpred.mr import NULL, delexicalise, linearise, relexicalise
+from qe.ratpred.synth import Dictionary, apply_error, distort, lowered_rating, pick_position
+
+DICT = Dictionary(["zebra"], np.array([1.0]))
+
+
+def rng(s=0):
+    return np.random.default_rng(s)
+
+
+# ------------------------------------------------------------------------------------------ MR handling
+def test_linearise_triples_and_null_tokens():
+    assert linearise("inform(name='la ciccia',food=chinese,kids_allowed=yes)") == \
+        ["inform", "name", "X-name", "inform", "food", "X-food", "inform", "kidsallowed", "yes"]
+    assert linearise("reqmore()") == ["reqmore", NULL, NULL]
+    assert linearise("?request(area)") == ["request", "area", NULL]
+    # unknown / don't care values are kept, not delexicalised
+    assert linearise("inform(name=none,area=dont_care)") == ["inform", "name", "none", "inform", "area", "dont_care"]
+    assert linearise("inform(area='nob hill')", delex=False) == ["inform", "area", "nob", "hill"]
+
+
+def test_bad_mr_names_record():
+    with pytest.raises(RecordError, match="sfhot-00007.*cannot parse MR"):
+        linearise("inform name='x'", where="record 'sfhot-00007'")
+    with pytest.raises(RecordError, match="rec-1.*missing or empty"):
+        delexicalise("", "text", where="rec-1")
+
+
+def test_delexicalise_only_matching_values_and_round_trip():
+    mr = "inform(name='hotel drisco',near='x',near='y',area='pacific heights',has_internet='yes')"
+    out = "hotel drisco is in pacific heights near y and x , and has internet ."
+    d = delexicalise(mr, out)
+    assert d.out_tokens[:5] == ["X-name", "is", "in", "X-area", "near"]
+    # two near values: placeholders assigned in MR order to the first unused match of each value
+    assert d.out_tokens.count("X-near") == 2 and "yes" in d.mr_tokens
+    assert " ".join(relexicalise(d.out_tokens, d.values)) != out  # order of near values is MR order ...
+    d2 = delexicalise(mr, "hotel drisco is in pacific heights near x and y , has internet .")
+    assert " ".join(relexicalise(d2.out_tokens, d2.values)) == \
+        "hotel drisco is in pacific heights near x and y , has internet ."  # ... so this one round-trips exactly
+    # values absent from the output stay out of it; the MR is delexicalised regardless
+    d3 = delexicalise("inform(name='hotel drisco',food=thai)", "a nice thai place")
+    assert d3.out_tokens == ["a", "nice", "X-food", "place"] and "X-name" in d3.mr_tokens
+
+
+@pytest.mark.parametrize("mr,out", [
+    ("inform(name='la ciccia',area='bernal heights',price_range=moderate)",
+     "la ciccia , is in the bernal heights area with a moderate price range ."),
+    ("inform(name='X',near='X',food=chinese)", "x is a chinese place near x ."),
+    ("inform(type='hotel',count='182',area=dont_care)", "there are 182 hotels if you do not care about the area"),
+])
+def test_delex_relex_round_trip(mr, out):
+    d = delexicalise(mr, out)
+    assert any(t.startswith("X-") for t in d.out_tokens)
+    assert relexicalise(d.out_tokens, d.values) == delexicalise(mr, out, delex=False).out_tokens
+
+
+# ------------------------------------------------------------------------------------------- errors
+def test_each_error_type():
+    toks = ["x-name", "serves", "food"]
+    assert apply_error(toks, "remove", rng(), DICT, pos=1) == ["x-name", "food"]
+    assert apply_error(toks, "duplicate", rng(), DICT, pos=1) == ["x-name", "serves", "serves", "food"]
+    assert apply_error(toks, "insert_rand", rng(), DICT, pos=2) == ["x-name", "serves", "zebra", "food"]
+    assert apply_error(toks, "replace", rng(), DICT, pos=0) == ["zebra", "serves", "food"]
+    for s in range(20):
+        dr = apply_error(toks, "duplicate_rand", rng(s), DICT, pos=1)
+        assert len(dr) == 4 and dr.count("serves") == 2 and [t for t in dr if t != "serves"] == ["x-name", "food"]
+    # the duplicate lands at random positions, not always next to the original
+    assert len({tuple(apply_error(toks, "duplicate_rand", rng(s), DICT, pos=0)) for s in range(30)}) > 1
+    # replace draws a different word when the dictionary has one
+    d2 = Dictionary(["food", "zebra"], np.array([0.99, 0.01]))
+    assert apply_error(["food"], "replace", rng(), d2, pos=0) == ["zebra"]
+    with pytest.raises(ValueError, match="unknown error type"):
+        apply_error(toks, "shuffle", rng(), DICT)
+
+
+def test_last_word_never_removed():
+    with pytest.raises(ValueError, match="last word"):
+        apply_error(["hello"], "remove", rng(), DICT)
+    for s in range(50):  # distort never draws 'remove' on a one-token output, whatever the number of errors
+        out, kinds = distort(["hello"], 1, rng(s), DICT, kinds=("remove", "duplicate"))
+        assert kinds == ["duplicate"] and out == ["hello", "hello"]
+        out, _ = distort(["a", "b"], 6, rng(s), DICT, kinds=("remove",) * 4 + ("duplicate",))
+        assert len(out) >= 1
+
+
+def test_articles_and_punctuation_avoided_while_content_words_exist():
+    toks = ["the", "x-name", ",", "a", "an", ".", "!", "?"]
+    assert {pick_position(toks, rng(s)) for s in range(200)} == {1}
+    only_fn = ["the", ".", "a"]
+    assert {pick_position(only_fn, rng(s)) for s in range(200)} == {0, 1, 2}  # falls back to any token
+    for s in range(30):
+        out = apply_error(toks, "remove", rng(s), DICT)
+        assert "x-name" not in out and out.count("the") == 1
+
+
+@pytest.mark.parametrize("rating,n,want", [
+    (5.0, 1, 4.0), (5.0, 2, 3.0), (4.5, 1, 3.5), (3.0, 4, 1.0), (1.0, 1, 1.0), (2.5, 1, 1.5),
+    (5.5, 1, 4.0), (6.0, 1, 4.0), (6.0, 2, 3.0), (6.0, 3, 2.0), (6.0, 4, 1.0), (5.5, 2, 3.0), (6.0, 0, 6.0),
+])
+def test_rating_lowering_rule(rating, n, want):
+    assert lowered_rating(rating, n) == want
+
+
+def test_dictionary_is_add_one_smoothed_unigram():
+    d = Dictionary.from_token_lists([["a", "b", "a"], ["a"]])
+    assert d.words == ["a", "b"]
+    assert np.allclose(d.probs, [4 / 6, 2 / 6])
+
+
+# ------------------------------------------------------------------------------------- folds, setups
+def _records(n=60):
+    recs = []
+    for i in range(n):
+        mr = f"inform(name='place {i // 2}',food=thai)"  # two outputs per MR
+        recs.append(Record(id=f"r{i}", output=f"place {i // 2} serves thai food number {i}", system="A" if i % 2 else "B",
+                           dataset="SFRES" if i < 40 else "SFHOT", mr=mr, refs=[f"place {i // 2} has thai food"],
+                           ratings={"quality": float(1 + i % 6)}, extra={"ref_sources": [f"src#{i // 2}"]}))
+    return recs
+
+
+def test_cv_folds_partition_exactly_and_rotate():
+    recs = _records()
+    parts = make_parts(recs, 5, seed=3, group_by="mr")
+    ids = [r.id for p in parts for r in p]
+    assert sorted(ids) == sorted(r.id for r in recs) and len(ids) == len(set(ids))
+    assert max(map(len, parts)) - min(map(len, parts)) <= 2
+    # MR groups never straddle parts
+    where = {r.mr: k for k, p in enumerate(parts) for r in p}
+    assert all(where[r.mr] == k for k, p in enumerate(parts) for r in p)
+    tests = []
+    for f in range(5):
+        tr, dv, te = cv_fold(parts, f)
+        assert sorted(r.id for r in tr + dv + te) == sorted(r.id for r in recs)
+        assert not ({r.id for r in tr} & {r.id for r in te}) and not ({r.id for r in dv} & {r.id for r in te})
+        tests.append({r.id for r in te})
+    assert set().union(*tests) == {r.id for r in recs} and sum(map(len, tests)) == len(recs)  # each once in test
+    # default grouping (the authors'): identical (MR, output) pairs stay together, MRs may straddle parts
+    dup = recs + [Record(id=f"d{i}", output=recs[i].output, mr=recs[i].mr, dataset=recs[i].dataset,
+                         ratings={"quality": 3.0}) for i in range(0, 60, 7)]
+    parts = make_parts(dup, 5, seed=3)
+    where = {}
+    for k, p in enumerate(parts):
+        for r in p:
+            assert where.setdefault((r.mr, r.output), k) == k
+    assert sorted(r.id for p in parts for r in p) == sorted(r.id for r in dup)
+    with pytest.raises(ValueError, match="group_by"):
+        make_parts(recs, 5, group_by="system")
+
+
+def test_setups_sources_and_no_test_leak():
+    recs = _records()
+    tr, dv, te = cv_fold(make_parts(recs, 5, seed=3, group_by="mr"), 0)  # no MR in both train and test
+    pool = [RefInstance("SFRES", "train", "inform(name='elsewhere',food=thai)", "elsewhere has thai food", "sfx#1"),
+            RefInstance("SFRES", "valid", "inform(name='other',food=thai)", "other has thai food", "sfx#2")]
+    test_outputs = {r.output for r in te}
+    test_refs = {x for r in te for x in r.refs}
+    sizes = {}
+    for name, sources in SETUPS.items():
+        orig, extra, counts = build_training_set(tr, te, sources, max_errors=2, seed=1, ref_pool=pool)
+        sizes[name] = counts["total"]
+        assert [i.src for i in orig] == [r.id for r in tr]
+        for i in extra:
+            assert i.output not in test_outputs  # test system outputs never enter, distorted or not
+            if i.origin.startswith("synth:train_outputs"):
+                assert i.src in {r.id for r in tr}
+            if i.origin in ("ref:train_refs",):
+                assert i.rating == 6.0 and i.n_errors == 0
+            if i.n_errors:
+                assert i.rating < 6.0
+        uses_test_refs = any(i.output in test_refs for i in extra)
+        assert uses_test_refs == (name in ("S5", "S6")), name
+    assert sizes["S1"] < sizes["S2"] < sizes["S3"] < sizes["S4"] < sizes["S5"] < sizes["S6"]
+    # S2: each distinct training output with 1..max_errors errors
+    _, extra2, _ = build_training_set(tr, te, SETUPS["S2"], max_errors=2, seed=1)
+    assert len(extra2) == 2 * len({(r.mr, r.output) for r in tr})
+    assert {i.n_errors for i in extra2} == {1, 2}
+    with pytest.raises(ValueError, match="ref_pool"):
+        build_training_set(tr, te, SETUPS["S4"])
+
+
+def test_in_set_split_c_configs():
+    recs = _records(100)
+    sp = in_set_split(recs, {"dataset": "SFRES"}, n_small=20, n_small_dev=10, seed=1)
+    assert len(sp["small_train"]) == 10 and len(sp["small_dev"]) == 10 and len(sp["in_test"]) == 20
+    assert all(r.dataset == "SFHOT" for r in sp["out_train"] + sp["out_dev"])
+    ids = [r.id for k in sp for r in sp[k]]
+    assert sorted(ids) == sorted(r.id for r in recs)
+
+
+# ------------------------------------------------------------------------------------------ end to end
+def test_tiny_training_export_load_score(tmp_path):
+    from qe.ratpred.data import Instance
+    from qe.ratpred.task import predict, save_export, train_one
+
+    recs = _records()
+    tr, dv, te = cv_fold(make_parts(recs, 5, seed=3), 0)
+    orig, extra, _ = build_training_set(tr, te, SETUPS["S3"], max_errors=1, seed=1)
+    dev = [Instance(r.mr, r.output, r.ratings["quality"], "real", 0, r.id) for r in dv]
+    model_cfg = dict(embedding_dim=16, hidden_size=16, tanh_layers=2, dropout=0.5, lr=1e-2, batch_size=8,
+                     round_to=0.5, clip=True)
+    module, vocab, info = train_one(orig, extra, dev, model_cfg, {"passes_synth": 1, "passes_orig": 2}, seed=3)
+    assert [s["stage"] for s in info["stages"]] == ["synth+all", "original"]
+    from qe.ratpred.module import RatPredModule
+    assert RatPredModule(10, 4, 4, init_bias=4.25).net.head.bias.item() == 4.25
+    p = predict(module, vocab, dev)
+    assert np.all(p >= 1.0) and np.all(p <= 6.0) and np.allclose(p * 2, np.round(p * 2))
+    exp = save_export(tmp_path / "exp", module, vocab, {"delex": True, "setup": "S3"}, metrics={"x": 1.0})
+    man = json.loads((exp / "qe_export.json").read_text())
+    assert man["kind"] == "qe_gru"
+    scorer = qe.load(exp)
+    outs, mrs = [r.output for r in dv], [r.mr for r in dv]
+    s = scorer.score(outs, mrs=mrs, progress=False)
+    assert np.allclose(s, p)  # the loaded export reproduces the trained module
+    # order preserved under the length sort; budget-forced tiny batches give the same numbers
+    small = qe.load(exp, max_tokens=30)
+    assert np.allclose(small.score(outs[::-1], mrs=mrs[::-1], progress=False), s[::-1])
+    raw = qe.load(exp, rounded=False).score(outs, mrs=mrs, progress=False)
+    assert not np.allclose(raw, np.round(np.array(raw) * 2) / 2)
+    assert len(scorer.score(["", "x"], mrs=[mrs[0], mrs[1]], progress=False)) == 2
+    assert "qe_gru" in scorer.signature
+    with pytest.raises(MissingInputError, match="meaning representations"):
+        scorer.score(outs)
+    with pytest.raises(RecordError, match=r"mrs\[1\]"):
+        scorer.score(["a", "b"], mrs=[mrs[0], "broken"], progress=False)
+
+
+def test_hydra_runner_tiny(tmp_path, monkeypatch):
+    """train.py experiment=ratpred_s2 composes and runs the runner end to end on a tiny rated file."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from qe.data.record import save_records
+    from qe.training import run_training
+
+    data = tmp_path / "rated.jsonl"
+    save_records(_records(), data)
+    import pathlib
+    conf = pathlib.Path(__file__).resolve().parents[1] / "conf"
+    with initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "experiment=ratpred_s2", f"data.dataset={data}", "protocol.folds=[0,1]", "protocol.seeds=[1]",
+            "protocol.passes_synth=1", "protocol.passes_orig=1", "protocol.max_errors=1", "model.embedding_dim=8",
+            "model.hidden_size=8", "model.batch_size=16", "logger=none", "trainer=cpu"])
+        with open_dict(cfg):
+            cfg.paths.output_dir = str(tmp_path / "run")
+            cfg.export_dir = str(tmp_path / "export")
+        metrics = run_training(cfg)
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert res["setup"] == "S2" and len(res["runs"]) == 2 and set(res["summary"]) == {"pearson", "spearman", "mae", "rmse"}
+    assert "test/pearson" in metrics and (tmp_path / "export" / "qe_export.json").is_file()
+
+
+@needs_data
+def test_real_emnlp17_fold_sizes_match_paper_scale():
+    from qe.data import load_dataset
+
+    recs = load_dataset("emnlp17_refs")
+    parts = make_parts(recs)
+    tr, dv, te = cv_fold(parts, 0)
+    assert abs(len(tr) - 1476) < 15 and len(tr) + len(dv) + len(te) == 2460  # Table 2: S1 = 1,476
