@@ -371,8 +371,27 @@ def load_gruen_export(export_dir: Path, manifest: dict, **options: Any) -> Gruen
     if kw.get("sop") is None:
         kw["sop"] = "none"  # the export says: no coherence model (do not fall back to a default export)
     kw = {k: v for k, v in kw.items() if v is not None}
+    for part in ("acceptability", "mlm", "sop"):
+        kw[part] = _component_path(export_dir, kw.get(part))
     kw.update(options)
     return GruenScorer(**kw)
+
+
+def _component_path(export_dir: Path, spec: str | None) -> str | None:
+    """Resolve a component export named by a relative path: as written (relative to the working directory, as
+    task=gruen_tune stores it), else a sibling of the gruen export with the same folder name, so an exports folder
+    can be moved or used from another directory. Hub names and absolute paths come back unchanged."""
+    if spec is None or spec == "none" or Path(spec).is_absolute():
+        return spec
+    for cand in (Path(spec), Path(export_dir).parent / Path(spec).name):
+        if (cand / "qe_export.json").is_file():
+            return str(cand)
+    return spec
+    for base in (Path(export_dir).parent, Path(export_dir)):
+        cand = (base / Path(spec).name) if spec.startswith(("./exports/", "exports/")) else (base / spec)
+        if (cand / "qe_export.json").is_file():
+            return str(cand)
+    return spec
 
 
 # the other export kinds of this family are loadable on their own as well
