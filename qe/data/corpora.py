@@ -29,7 +29,8 @@ _WT_SEPARATORS = [(" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")]
 _WT_SENT_SPLIT = re.compile(r"(?<=\s[.!?])\s+(?=[A-Z\"'(\[])")
 
 
-def _wikitext(path: Path) -> list[str]:
+def wikitext_paragraphs(path: Path) -> list[list[str]]:
+    """WikiText paragraphs (one per non-heading line) as lists of sentences, separators undone, ``<unk>`` kept."""
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -38,8 +39,14 @@ def _wikitext(path: Path) -> list[str]:
                 continue
             for a, b in _WT_SEPARATORS:
                 line = line.replace(a, b)
-            out.extend(s.strip() for s in _WT_SENT_SPLIT.split(" " + line) if s.strip())
+            sents = [s.strip() for s in _WT_SENT_SPLIT.split(" " + line) if s.strip()]
+            if sents:
+                out.append(sents)
     return out
+
+
+def _wikitext(path: Path) -> list[str]:
+    return [s for para in wikitext_paragraphs(path) for s in para]
 
 
 def _brown(nltk_dir: Path) -> list[str]:

@@ -21,7 +21,7 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader
 
-from qe.data.corpora import _WT_SENT_SPLIT, _WT_SEPARATORS, _join_tokens
+from qe.data.corpora import _join_tokens, wikitext_paragraphs
 from qe.paths import require, resolve_data_dir
 
 COLA_FILES = {"train": "in_domain_train.tsv", "dev_in": "in_domain_dev.tsv", "dev_out": "out_of_domain_dev.tsv"}
@@ -45,18 +45,8 @@ def read_cola(split: str, data_dir: str | Path | None = None) -> tuple[list[str]
 
 
 def _wikitext_docs(path: Path) -> list[list[str]]:
-    docs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith("= "):
-                continue
-            for a, b in _WT_SEPARATORS:
-                line = line.replace(a, b)
-            sents = [s.strip() for s in _WT_SENT_SPLIT.split(" " + line) if s.strip()]
-            if len(sents) >= 2:
-                docs.append(sents)
-    return docs
+    """WikiText paragraphs of at least two sentences (the SOP task needs a split point)."""
+    return [para for para in wikitext_paragraphs(path) if len(para) >= 2]
 
 
 def _brown_docs(zpath: Path, window: int) -> list[list[str]]:
