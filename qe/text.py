@@ -22,6 +22,8 @@ def split_sentences(text: str, method: str = "pysbd", language: str = "en") -> l
     """Split ``text`` into sentences (stripped, empty ones dropped). Empty/whitespace text gives ``[]``."""
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
+    if method == "newline":  # one sentence per line, as given
+        return [_WS.sub(" ", line).strip() for line in text.splitlines() if line.strip()]
     text = _WS.sub(" ", text).strip()
     if not text:
         return []
@@ -31,8 +33,6 @@ def split_sentences(text: str, method: str = "pysbd", language: str = "en") -> l
         import nupunkt
 
         sents = nupunkt.sent_tokenize(text)
-    elif method == "newline":
-        sents = text.split("\n")
     else:
         raise ValueError(f"unknown sentence splitter {method!r}; use pysbd, nupunkt or newline")
     return [s.strip() for s in sents if s and s.strip()]
