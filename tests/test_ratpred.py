@@ -66,6 +66,31 @@ def test_delex_relex_round_trip(mr, out):
     assert relexicalise(d.out_tokens, d.values) == delexicalise(mr, out, delex=False).out_tokens
 
 
+def test_delex_longer_values_first():
+    # "thai" (food) must not take the first word of the name "thai garden" (the authors' delex_sent matches
+    # longer values first)
+    d = delexicalise("inform(food=thai,name='thai garden')", "thai garden serves thai food .")
+    assert d.out_tokens == ["X-name", "serves", "X-food", "food", "."]
+    assert relexicalise(d.out_tokens, d.values) == "thai garden serves thai food .".split()
+
+
+@pytest.mark.parametrize("mr,out,want", [
+    # BAGEL writes area=citycentre, the outputs "city centre"
+    ("inform(name='X',area=citycentre)", "x is in the city centre .", ["X-name", "is", "in", "the", "X-area", "."]),
+    # near-variants of a value (plural, -ly), as the authors' fuzzy matcher
+    ("inform(type=hotel,count='182')", "there are 182 hotels .", ["there", "are", "X-count", "X-type", "."]),
+    ("inform(name='la ciccia',price_range=moderate)", "la ciccia is moderately priced .",
+     ["X-name", "is", "X-pricerange", "priced", "."]),
+])
+def test_delex_approximate_value_matches_round_trip(mr, out, want):
+    d = delexicalise(mr, out)
+    assert d.out_tokens == want
+    # relexicalising puts back the surface form found in the output
+    assert " ".join(relexicalise(d.out_tokens, d.values)) == out
+    # unrelated short words are not matched approximately
+    assert delexicalise("inform(food=thai)", "that is all .").out_tokens == ["that", "is", "all", "."]
+
+
 # ------------------------------------------------------------------------------------------- errors
 def test_each_error_type():
     toks = ["x-name", "serves", "food"]

@@ -4,8 +4,9 @@
   "DA type - slot - value" triples: ``inform name X-name inform food X-food``. Acts without slots give
   ``act <null> <null>``, slots without values (``request(area)``) ``act area <null>``.
 * :func:`delexicalise` replaces slot values by placeholders ``X-<slot>`` in the MR and, where the value's
-  tokens occur in the output, in the output too (first unused occurrence, slots in MR order, so repeated
-  slots such as two ``near`` values are assigned left to right). Values that are unknown / "don't care" /
+  tokens occur in the output, in the output too (first unused occurrence; longer values first, as the
+  authors' ``delex_sent``; a value not found verbatim may match a near-variant - ``hotels`` for ``hotel``,
+  ``moderately`` for ``moderate``, ``city centre`` for ``citycentre`` - as the authors' fuzzy matcher does). Values that are unknown / "don't care" /
   binary (``none``, ``dont_care``, ``yes``, ``no``, ``yes or no``) are kept, as in the paper. Only the
   slots in :data:`DELEX_SLOTS` are delexicalised (the slot list of the authors' released converter: names,
   areas, food, prices, addresses, phone numbers, counts, types).
@@ -105,6 +106,39 @@ def _find(tokens: list[str], sub: list[str], used: list[bool]) -> int:
     return -1
 
 
+def _tok_close(a: str, b: str) -> bool:
+    """One token a near-variant of the other (``hotel`` / ``hotels``, ``moderate`` / ``moderately``):
+    one contains the other and their lengths differ by at most 2 (the rule of the authors' fuzzy matcher,
+    here only for tokens of 3+ characters)."""
+    if a == b:
+        return True
+    return min(len(a), len(b)) >= 3 and abs(len(a) - len(b)) <= 2 and (a in b or b in a)
+
+
+def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
+    """First unused span of ``tokens`` that approximately spells ``sub``: token by token near-variants
+    (:func:`_tok_close`), or the same characters with spaces moved (``citycentre`` / ``city centre``).
+    Returns (start, end) or (-1, -1)."""
+    n = len(sub)
+    joined = "".join(sub)
+    for i in range(len(tokens)):
+        if used[i]:
+            continue
+        if i + n <= len(tokens) and not any(used[i:i + n]) and \
+                all(_tok_close(t, v) for t, v in zip(tokens[i:i + n], sub)):
+            return i, i + n
+        acc = ""
+        for j in range(i, min(len(tokens), i + n + 2)):
+            if used[j]:
+                break
+            acc += tokens[j]
+            if acc == joined:
+                return i, j + 1
+            if not joined.startswith(acc):
+                break
+    return -1, -1
+
+
 def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: str = "<mr>") -> Delex:
     """Delexicalise the MR and the matching values in the output (module docstring)."""
     act, slots = parse(mr, where)
@@ -114,17 +148,29 @@ def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: st
     dslots, values = _delex_slots(slots)
     used = [False] * len(toks)
     spans = []  # (start, length, placeholder)
+    # the k-th value of each slot in MR order (its index into values[slot]); longer values are matched first
+    # so that a value contained in another one cannot take its place (as the authors' delex_sent)
+    cands, seen = [], {}
     for s, v in slots:
         if s not in values or v is None or v in KEEP_VALUES:
             continue
+        k = seen.get(s, 0)
+        seen[s] = k + 1
+        cands.append((s, v, k))
+    for s, v, k in sorted(cands, key=lambda c: len(c[1]), reverse=True):
         vt = tokenize(v)
         if not vt:
             continue
         i = _find(toks, vt, used)
+        j = i + len(vt)
+        if i < 0:  # not verbatim: near-variants / moved spaces; relexicalise with the surface form then
+            i, j = _find_approx(toks, vt, used)
+            if i >= 0:
+                values[s][k] = toks[i:j]
         if i >= 0:
-            for j in range(i, i + len(vt)):
-                used[j] = True
-            spans.append((i, len(vt), placeholder(s)))
+            for m in range(i, j):
+                used[m] = True
+            spans.append((i, j - i, placeholder(s)))
     out: list[str] = []
     starts = {i: (n, ph) for i, n, ph in spans}
     i = 0
