@@ -72,6 +72,8 @@ def test_delex_longer_values_first():
     d = delexicalise("inform(food=thai,name='thai garden')", "thai garden serves thai food .")
     assert d.out_tokens == ["X-name", "serves", "X-food", "food", "."]
     assert relexicalise(d.out_tokens, d.values) == "thai garden serves thai food .".split()
+    # unrelated short words are not matched approximately
+    assert delexicalise("inform(food=thai)", "that is all .").out_tokens == ["that", "is", "all", "."]
 
 
 @pytest.mark.parametrize("mr,out,want", [
@@ -87,8 +89,6 @@ def test_delex_approximate_value_matches_round_trip(mr, out, want):
     assert d.out_tokens == want
     # relexicalising puts back the surface form found in the output
     assert " ".join(relexicalise(d.out_tokens, d.values)) == out
-    # unrelated short words are not matched approximately
-    assert delexicalise("inform(food=thai)", "that is all .").out_tokens == ["that", "is", "all", "."]
 
 
 # ------------------------------------------------------------------------------------------- errors
@@ -295,3 +295,22 @@ def test_real_emnlp17_fold_sizes_match_paper_scale():
     parts = make_parts(recs)
     tr, dv, te = cv_fold(parts, 0)
     assert abs(len(tr) - 1476) < 15 and len(tr) + len(dv) + len(te) == 2460  # Table 2: S1 = 1,476
+
+
+def test_report_folds_filter(tmp_path, capsys):
+    """--folds restricts the pooled test predictions to the given folds (for comparing runs on shared folds)."""
+    import json
+
+    from qe.ratpred import report
+
+    rows = [{"seed": 1, "fold": f, "id": f"{f}-{i}", "pred": p, "raw": p, "gold": g}
+            for f, pairs in {0: [(3, 3), (5, 5), (4, 4)], 1: [(5, 1), (1, 5), (3, 3)]}.items() for i, (p, g) in enumerate(pairs)]
+    (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "results.json").write_text(json.dumps({"setup": "S1", "mode": "cv"}))
+    report.main(["--folds=0", str(tmp_path / "results.json")])
+    out = capsys.readouterr().out
+    assert "S1 (folds [0], seeds [1]) | 1.000 |" in out
+    report.main([str(tmp_path / "results.json")])
+    assert "S1 (folds [0, 1], seeds [1]) | 1.000 |" not in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no test predictions for folds"):
+        report.main(["--folds=4", str(tmp_path / "results.json")])

@@ -6,10 +6,11 @@
 * :func:`delexicalise` replaces slot values by placeholders ``X-<slot>`` in the MR and, where the value's
   tokens occur in the output, in the output too (first unused occurrence; longer values first, as the
   authors' ``delex_sent``; a value not found verbatim may match a near-variant - ``hotels`` for ``hotel``,
-  ``moderately`` for ``moderate``, ``city centre`` for ``citycentre`` - as the authors' fuzzy matcher does). Values that are unknown / "don't care" /
-  binary (``none``, ``dont_care``, ``yes``, ``no``, ``yes or no``) are kept, as in the paper. Only the
-  slots in :data:`DELEX_SLOTS` are delexicalised (the slot list of the authors' released converter: names,
-  areas, food, prices, addresses, phone numbers, counts, types).
+  ``moderately`` for ``moderate``, ``city centre`` for ``citycentre`` - as the authors' fuzzy matcher
+  does). Values that are unknown / "don't care" / binary (``none``, ``dont_care``, ``yes``, ``no``,
+  ``yes or no``) are kept, as in the paper. Only the slots in :data:`DELEX_SLOTS` are delexicalised (the slot
+  list of the authors' released converter: names, areas, food, prices, addresses, phone numbers, counts,
+  types).
 * :func:`relexicalise` puts values back: the k-th ``X-<slot>`` placeholder in a token list gets the k-th
   value of that slot (the last one if there are more placeholders than values, e.g. after a synthetic
   "duplicate" error).

@@ -1,6 +1,7 @@
 """Markdown Table 3 (ours beside the paper's) from baseline and runner outputs.
 
     PYTHONPATH=. python -m qe.ratpred.report outputs/ratpred_baselines.json outputs/qe_ratpred/runs/*/results.json
+    PYTHONPATH=. python -m qe.ratpred.report --folds=0,2 <run>/results.json     # only these test folds
 
 Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run short) are pooled:
 their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear twice) and
@@ -96,6 +97,10 @@ def _load_result(path: str) -> dict:
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    folds = None
+    for a in [a for a in argv if a.startswith("--folds=")]:
+        folds = {int(f) for f in a.split("=", 1)[1].split(",")}
+        argv.remove(a)
     base, res = None, []
     taken: dict = {}
     for p in argv:
@@ -103,6 +108,11 @@ def main(argv=None):
         if "rows" in d:
             base = d
             continue
+        if folds is not None:  # compare runs on the folds they share
+            d["predictions"] = [x for x in d["predictions"] if x["fold"] in folds]
+            d["_keys"] = {k for k in d["_keys"] if k[1] in folds}
+            if not d["predictions"]:
+                raise SystemExit(f"{p}: no test predictions for folds {sorted(folds)}")
         dup = {k for k in d["_keys"] if (d["setup"], d.get("mode"), k) in taken}
         if dup:
             raise SystemExit(f"{p}: (seed, fold) {sorted(dup)} of setup {d['setup']} already in {taken[(d['setup'], d.get('mode'), min(dup))]}")
