@@ -401,3 +401,78 @@ def test_albert_checkpoint_uses_its_own_sop_head(tiny, tmp_path):
     # a pair longer than the 64-token window keeps the tokens next to the boundary (logged, not silently cut)
     long_doc = [" ".join(["the red dog sat on the mat"] * 10) + " .", " ".join(["the cat took the food"] * 10) + " ."]
     assert math.isfinite(cm.sop_loss([long_doc])[0]) and cm.truncated == 2
+
+
+def test_segment_pair_head_round_trip_and_scorer(tiny, tmp_path):
+    """The segment-mean order head (task=sop's default): pooled per segment, saved without pickle, reloaded by the
+    SOP scorer with identical logits; the [CLS] pooler stays out of the optimiser; head_lr gets its own group."""
+    from qe.gruen.coherence import CoherenceModel
+    from qe.gruen.modules import PAIR_HEAD_WEIGHTS, SegmentPairClassifier, SequenceClassifierModule
+
+    tok = tiny["tok"]
+    torch.manual_seed(0)
+    mod = SequenceClassifierModule(encoder=str(tiny["encoder"]), pooling="segments", lr=1e-3, head_lr=1e-2,
+                                   val_names=["val"])
+    model = mod.model.eval()
+    assert isinstance(model, SegmentPairClassifier)
+    assert not any(p.requires_grad for n, p in model.base_model.named_parameters() if n.startswith("pooler"))
+    enc = tok(["the cat sat .", "the dog sat on the mat ."], ["then the boy took the food .", "finally ."],
+              return_tensors="pt", padding=True)
+    logits = model(**enc).logits
+    # the head sees the two segments separately: swapping them changes the logits
+    swapped = tok(["then the boy took the food .", "finally ."], ["the cat sat .", "the dog sat on the mat ."],
+                  return_tensors="pt", padding=True)
+    assert not torch.allclose(model(**swapped).logits, logits)
+    # padding does not leak into the segment means
+    padded = {k: torch.nn.functional.pad(v, (0, 5)) for k, v in enc.items()}
+    torch.testing.assert_close(model(**padded).logits, logits, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="token_type_ids"):
+        model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+
+    dest = save_hf_export(tmp_path / "sop_seg", model, tok, "sop", {"pooling": "segments"}, {}, {})
+    assert (dest / "hf" / PAIR_HEAD_WEIGHTS).is_file() and not list((dest / "hf").glob("*.bin"))
+    cm = CoherenceModel(dest, device="cpu")
+    assert isinstance(cm.model, SegmentPairClassifier)
+    torch.testing.assert_close(cm.model(**enc).logits, logits, atol=1e-6, rtol=1e-6)
+    docs = [["the cat sat .", "then the dog sat .", "finally the boy took the food ."], ["a cat sat ."]]
+    loss = cm.sop_loss(docs)
+    assert loss[0] > 0 and loss[1] == 0.0
+
+    opt = mod.configure_optimizers()["optimizer"]
+    lrs = sorted({g["initial_lr"] for g in opt.param_groups})  # "lr" is already scaled by the warm-up
+    assert lrs == [1e-3, 1e-2]
+    head_ids = {id(p) for p in model.classifier.parameters()}
+    assert all(g["initial_lr"] == 1e-2 for g in opt.param_groups if any(id(p) in head_ids for p in g["params"]))
+    with pytest.raises(ValueError, match="pooling"):
+        SequenceClassifierModule(encoder=str(tiny["encoder"]), pooling="max")
+
+
+def test_keep_boundary_rule_shared_by_training_and_scoring(tiny):
+    """task=sop trains on pairs cut exactly as the scorer cuts them: the end of A and the start of B."""
+    from qe.gruen.data import TextClassificationDataModule
+    from qe.gruen.hf import SpecialTokens, keep_boundary
+
+    assert keep_boundary([1, 2, 3], [4, 5], 10) == ([1, 2, 3], [4, 5], False)
+    assert keep_boundary(list(range(10)), list(range(10, 20)), 6) == ([7, 8, 9], [10, 11, 12], True)
+    # a short side lends its unused half to the other
+    assert keep_boundary([1], list(range(10, 20)), 6) == ([1], [10, 11, 12, 13, 14], True)
+    assert keep_boundary(list(range(10)), [42], 6) == ([5, 6, 7, 8, 9], [42], True)
+
+    tok = tiny["tok"]
+    a = "the cat sat on the mat . then the dog sat on the desk . the boy took the food ."
+    b = "finally the police rescued the boy from the drain near the river ."
+    dm = TextClassificationDataModule(tok, ([(a, b)], [0]), {"val": ([(a, b)], [0])}, max_length=16,
+                                      pair_truncation="boundary")
+    batch = dm._collate([((a, b), 0)])
+    sp = SpecialTokens(tok)
+    ia = tok(a, add_special_tokens=False)["input_ids"]
+    ib = tok(b, add_special_tokens=False)["input_ids"]
+    ids, tt = sp.pair(*keep_boundary(ia, ib, 16 - sp.n_pair)[:2])
+    assert batch["input_ids"][0].tolist() == ids and batch["token_type_ids"][0].tolist() == tt
+    # 13 tokens of room: the last 6 of A ("... the boy took the food .") and the first 7 of B
+    assert len(ids) == 16 and tok.convert_ids_to_tokens(ids[1:8]) == ["the", "boy", "took", "the", "food", ".", "[SEP]"]
+    assert tok.convert_ids_to_tokens(ids[8:10]) == ["finally", "the"]
+    hf = TextClassificationDataModule(tok, ([(a, b)], [0]), {}, max_length=16)._collate([((a, b), 0)])
+    assert hf["input_ids"].shape[1] == 16 and hf["input_ids"][0].tolist() != ids  # HF longest_first keeps A's start
+    with pytest.raises(ValueError, match="pair_truncation"):
+        TextClassificationDataModule(tok, ([(a, b)], [0]), {}, pair_truncation="middle")

@@ -6,14 +6,16 @@ The SOP loss is the mean logistic (cross-entropy) loss over these 2(n-1) example
 (the scorer multiplies it by ``coherence_weight``). Outputs with fewer than two sentences have no split:
 loss 0, y_c = 0.
 
-Models: an export of kind ``sop`` (``task=sop``: any encoder with a trained order head; label 0 = original,
+Models: an export of kind ``sop`` (``task=sop``: any encoder with a trained order head — the default
+segment-mean head :class:`qe.gruen.modules.SegmentPairClassifier` or an HF [CLS] head; label 0 = original,
 1 = swapped), any HF sequence-pair classifier folder with that convention, or an ALBERT checkpoint with its
 pre-trained SOP head (``AlbertForPreTraining``, e.g. ``albert-base-v2`` for online users, the paper's model):
 ALBERT's ``sop_logits`` use the same labels.
 
 Window rule: when [CLS] A [SEP] B [SEP] does not fit the window, the tokens next to the boundary are kept —
 the *end* of the first segment and the *start* of the second, each at most half the window (the shorter side
-lends its unused half to the other). The number of pairs cut this way is logged.
+lends its unused half to the other; :func:`qe.gruen.hf.keep_boundary`, the rule ``task=sop`` trains with).
+The number of pairs cut this way is logged.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from qe.gruen.hf import SpecialTokens, default_budget, model_id, pick_device, resolve_model, token_budget_batches
+from qe.gruen.hf import (SpecialTokens, default_budget, keep_boundary, model_id, pick_device, resolve_model,
+                         token_budget_batches)
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +37,20 @@ class CoherenceModel:
                  precision: str = "fp32", verify: bool = True):
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
+        from qe.gruen.modules import SegmentPairClassifier
+
         path, self.manifest = resolve_model(model, expected_kind="sop", verify=verify)
         self.name = model_id(model, self.manifest)
         self.device = pick_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.special = SpecialTokens(self.tokenizer)
         cfg = AutoConfig.from_pretrained(path)
-        self.albert = self.manifest is None and cfg.model_type == "albert" and \
+        segments = SegmentPairClassifier.is_saved_in(path)  # task=sop with model.pooling=segments
+        self.albert = self.manifest is None and not segments and cfg.model_type == "albert" and \
             "AlbertForSequenceClassification" not in (cfg.architectures or [])
-        if self.albert:
+        if segments:
+            self.model = SegmentPairClassifier.from_pretrained(path)
+        elif self.albert:
             from transformers import AlbertForPreTraining
 
             self.model = AlbertForPreTraining.from_pretrained(path)
@@ -60,13 +68,8 @@ class CoherenceModel:
         return f"sop:{self.name}{'(albert-sop-head)' if self.albert else ''}|budget:{self.max_tokens}"
 
     def _pair(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
-        room = self.window - self.special.n_pair
-        if len(a) + len(b) > room:
-            self.truncated += 1
-            half = room // 2
-            ka = min(len(a), max(half, room - len(b)))
-            kb = min(len(b), room - ka)
-            a, b = a[len(a) - ka :], b[:kb]
+        a, b, cut = keep_boundary(a, b, self.window - self.special.n_pair)
+        self.truncated += cut
         return self.special.pair(a, b)
 
     @torch.inference_mode()

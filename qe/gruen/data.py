@@ -136,25 +136,54 @@ class _ListDataset(torch.utils.data.Dataset):
 class TextClassificationDataModule(pl.LightningDataModule):
     """Single texts or text pairs with labels; dynamic padding; several named validation sets.
 
-    Inputs longer than ``max_length`` word pieces are truncated for *training* only (scoring applies the
-    documented window rules of the scorers instead).
+    Inputs longer than ``max_length`` word pieces are cut. Single texts keep their start. Pairs are cut by
+    ``pair_truncation``: ``longest_first`` (HF: tokens come off the end of the longer text) or ``boundary``
+    (the end of the first text and the start of the second are kept, :func:`qe.gruen.hf.keep_boundary` — the
+    rule the SOP scorer applies, so that the order head is trained on what it will see).
     """
 
     def __init__(self, tokenizer, train: tuple[list, list[int]], val: dict[str, tuple[list, list[int]]],
-                 batch_size: int = 32, max_length: int = 128, num_workers: int = 0, seed: int = 0):
+                 batch_size: int = 32, max_length: int = 128, num_workers: int = 0, seed: int = 0,
+                 pair_truncation: str = "longest_first"):
         super().__init__()
+        if pair_truncation not in ("longest_first", "boundary"):
+            raise ValueError(f"pair_truncation={pair_truncation!r}: use 'longest_first' or 'boundary'")
         self.tokenizer = tokenizer
         self.train_data, self.val_data = train, val
         self.val_names = list(val)
         self.batch_size, self.max_length, self.num_workers, self.seed = batch_size, max_length, num_workers, seed
+        self.pair_truncation = pair_truncation
+        self._special = None
 
     def has_test(self) -> bool:
         return False
 
+    def _boundary_pairs(self, texts) -> dict:
+        from qe.gruen.hf import SpecialTokens, keep_boundary
+
+        if self._special is None:
+            self._special = SpecialTokens(self.tokenizer)
+        tok, sp = self.tokenizer, self._special
+        ea = tok([a for a, _ in texts], add_special_tokens=False)["input_ids"]
+        eb = tok([b for _, b in texts], add_special_tokens=False)["input_ids"]
+        rows = [sp.pair(*keep_boundary(a, b, self.max_length - sp.n_pair)[:2]) for a, b in zip(ea, eb)]
+        L = max(len(ids) for ids, _ in rows)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        ids = torch.full((len(rows), L), pad, dtype=torch.long)
+        tt = torch.zeros((len(rows), L), dtype=torch.long)
+        att = torch.zeros((len(rows), L), dtype=torch.long)
+        for r, (x, t) in enumerate(rows):
+            ids[r, : len(x)] = torch.as_tensor(x)
+            tt[r, : len(x)] = torch.as_tensor(t)
+            att[r, : len(x)] = 1
+        return {"input_ids": ids, "attention_mask": att, "token_type_ids": tt}
+
     def _collate(self, items):
         texts = [t for t, _ in items]
         labels = torch.tensor([y for _, y in items], dtype=torch.long)
-        if isinstance(texts[0], (tuple, list)):
+        if isinstance(texts[0], (tuple, list)) and self.pair_truncation == "boundary":
+            enc = self._boundary_pairs(texts)
+        elif isinstance(texts[0], (tuple, list)):
             enc = self.tokenizer([a for a, _ in texts], [b for _, b in texts], truncation="longest_first",
                                  max_length=self.max_length, padding=True, return_tensors="pt")
         else:

@@ -93,7 +93,20 @@ def versions() -> str:
 
 
 __all__ = ["pick_device", "resolve_model", "model_id", "save_hf_export", "token_budget_batches", "export_checksum",
-           "HF_SUBDIR", "versions", "default_budget", "offline"]
+           "HF_SUBDIR", "versions", "default_budget", "offline", "keep_boundary", "SpecialTokens"]
+
+
+def keep_boundary(a: Sequence[int], b: Sequence[int], room: int) -> tuple[list[int], list[int], bool]:
+    """Cut a segment pair to ``room`` tokens keeping the tokens next to the boundary: the *end* of ``a`` and the
+    *start* of ``b``, each at most half the room (a shorter side lends its unused half to the other).
+    Returns ``(a, b, cut)``. Used alike when the SOP head is trained and when it scores."""
+    a, b = list(a), list(b)
+    if len(a) + len(b) <= room:
+        return a, b, False
+    half = room // 2
+    ka = min(len(a), max(half, room - len(b)))
+    kb = min(len(b), room - ka)
+    return a[len(a) - ka :], b[:kb], True
 
 
 class SpecialTokens:

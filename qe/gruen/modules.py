@@ -3,6 +3,12 @@
 * :class:`SequenceClassifierModule` — any HF encoder + a 2-way classification head. ``task=cola`` trains it
   on CoLA (acceptable = 1) and reports Matthews correlation on each validation set; ``task=sop`` trains it as
   a sentence-order head on segment pairs (0 = original order, 1 = swapped) and reports accuracy.
+* :class:`SegmentPairClassifier` — the order head ``task=sop`` trains by default (``model.pooling=segments``):
+  mean of the first segment's token states ⊕ mean of the second's → linear. Encoders whose [CLS] / pooler was
+  never trained on pairs (the offline MiniLM, a sentence-transformers model trained with mean pooling) carry
+  almost no order information in [CLS] — a linear probe on frozen MiniLM features separates original from
+  swapped pairs at 0.52 from [CLS] but 0.63 from the two segment means (docs/results.md, GRUEN) — and a
+  [CLS] head stayed at chance in three fine-tuning runs.
 * :class:`MaskedLMModule` — fits a masked-LM head (optionally with the top encoder layers unfrozen) on any
   encoder, so that encoders shipped without a trained MLM head (the offline MiniLM) can give PLL scores.
 
@@ -29,27 +35,124 @@ def _linear_warmup(optimizer, total_steps: int, warmup_ratio: float):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, f)
 
 
-def _configure(module: pl.LightningModule, params, lr, weight_decay, warmup_ratio):
-    decay, no_decay = [], []
+def _configure(module: pl.LightningModule, params, lr, weight_decay, warmup_ratio, head=None):
+    """AdamW (no decay on biases / LayerNorm) + linear warm-up and decay; ``head=(params, lr)`` gives those
+    parameters their own learning rate."""
+    head_ids = {id(p) for p in head[0]} if head else set()
+    decay, no_decay, head_decay, head_no_decay = [], [], [], []
     for n, p in params:
         if not p.requires_grad:
             continue
-        (no_decay if (p.ndim < 2 or "LayerNorm" in n or n.endswith("bias")) else decay).append(p)
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr)
-    total = int(module.trainer.estimated_stepping_batches) if module.trainer is not None else 1000
+        nd = p.ndim < 2 or "LayerNorm" in n or n.endswith("bias")
+        if id(p) in head_ids:
+            (head_no_decay if nd else head_decay).append(p)
+        else:
+            (no_decay if nd else decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if head:
+        groups += [{"params": head_decay, "weight_decay": weight_decay, "lr": head[1]},
+                   {"params": head_no_decay, "weight_decay": 0.0, "lr": head[1]}]
+    opt = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+    trainer = module._trainer  # None when not attached (module.trainer raises then)
+    total = int(trainer.estimated_stepping_batches) if trainer is not None else 1000
     sched = _linear_warmup(opt, max(1, total), warmup_ratio)
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
+PAIR_HEAD_CONFIG = "pair_head.json"
+PAIR_HEAD_WEIGHTS = "pair_head.safetensors"
+
+
+class SegmentPairClassifier(torch.nn.Module):
+    """Encoder + a classification head on the two segments' mean token states (a sequence-pair classifier).
+
+    Segments are told apart by token type ids (``0`` = first segment, ``1`` = second, as BERT-style tokenizers
+    emit them; special tokens count with the segment they are typed with). Returns an HF
+    ``SequenceClassifierOutput`` so callers use ``.logits`` as with ``AutoModelForSequenceClassification``.
+    Saved as an HF encoder folder plus ``pair_head.json`` / ``pair_head.safetensors`` (no pickle).
+    """
+
+    def __init__(self, encoder, num_labels: int = 2, dropout: float = 0.1):
+        super().__init__()
+        self.encoder = encoder
+        hidden = int(encoder.config.hidden_size)
+        self.num_labels, self.dropout_p = int(num_labels), float(dropout)
+        self.dropout = torch.nn.Dropout(self.dropout_p)
+        self.classifier = torch.nn.Linear(2 * hidden, self.num_labels)
+        if int(getattr(encoder.config, "type_vocab_size", 2) or 0) < 2:
+            raise ValueError(f"{encoder.config.model_type}: segment pooling needs two token types (type_vocab_size"
+                             f" >= 2); use model.pooling=cls for this encoder")
+
+    @property
+    def base_model(self):
+        return self.encoder
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, **kw):
+        from transformers.modeling_outputs import SequenceClassifierOutput
+
+        if token_type_ids is None:
+            raise ValueError("SegmentPairClassifier needs token_type_ids (which tokens belong to which segment)")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+        att = attention_mask.unsqueeze(-1).to(h.dtype)
+        second = (token_type_ids != 0).unsqueeze(-1).to(h.dtype) * att
+        first = att - second
+        mean_a = (h * first).sum(1) / first.sum(1).clamp_min(1.0)
+        mean_b = (h * second).sum(1) / second.sum(1).clamp_min(1.0)
+        return SequenceClassifierOutput(logits=self.classifier(self.dropout(torch.cat([mean_a, mean_b], -1))))
+
+    def save_pretrained(self, path, safe_serialization: bool = True):
+        import json
+        from pathlib import Path
+
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        self.encoder.save_pretrained(path, safe_serialization=True)
+        (path / PAIR_HEAD_CONFIG).write_text(json.dumps({"pooling": "segments", "num_labels": self.num_labels,
+                                                          "dropout": self.dropout_p}, indent=2))
+        save_file({k: v.detach().contiguous() for k, v in self.classifier.state_dict().items()}, str(path / PAIR_HEAD_WEIGHTS))
+
+    @classmethod
+    def is_saved_in(cls, path) -> bool:
+        from pathlib import Path
+
+        return (Path(path) / PAIR_HEAD_CONFIG).is_file()
+
+    @classmethod
+    def from_pretrained(cls, path):
+        import json
+        from pathlib import Path
+
+        from safetensors.torch import load_file
+        from transformers import AutoModel
+
+        path = Path(path)
+        meta = json.loads((path / PAIR_HEAD_CONFIG).read_text())
+        if meta.get("pooling") != "segments":
+            raise ValueError(f"{path / PAIR_HEAD_CONFIG}: unknown pooling {meta.get('pooling')!r}")
+        model = cls(AutoModel.from_pretrained(path), num_labels=int(meta["num_labels"]), dropout=float(meta["dropout"]))
+        model.classifier.load_state_dict(load_file(str(path / PAIR_HEAD_WEIGHTS)))
+        return model
+
+
 class SequenceClassifierModule(pl.LightningModule):
+    """HF encoder + 2-way head. ``pooling="cls"``: ``AutoModelForSequenceClassification`` (its own [CLS] /
+    pooler head; CoLA, and SOP on encoders pre-trained with a pair objective); ``pooling="segments"``:
+    :class:`SegmentPairClassifier` (sentence pairs only)."""
+
     def __init__(self, encoder: str = "bert-base-cased", num_labels: int = 2, lr: float = 2e-5,
                  weight_decay: float = 0.01, warmup_ratio: float = 0.1, metric: str = "mcc",
                  val_names: tuple[str, ...] | list[str] = ("in", "out"), dropout: float | None = None,
-                 train_layers: int = -1):
+                 train_layers: int = -1, pooling: str = "cls", head_lr: float | None = None):
         super().__init__()
         self.save_hyperparameters()
-        from transformers import AutoConfig, AutoModelForSequenceClassification
+        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
         from qe.offline import encoder_path
 
@@ -57,7 +160,13 @@ class SequenceClassifierModule(pl.LightningModule):
         cfg = AutoConfig.from_pretrained(path, num_labels=num_labels)
         if dropout is not None and hasattr(cfg, "hidden_dropout_prob"):
             cfg.hidden_dropout_prob = dropout
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, config=cfg)
+        if pooling == "cls":
+            self.model = AutoModelForSequenceClassification.from_pretrained(path, config=cfg)
+        elif pooling == "segments":
+            head_dropout = dropout if dropout is not None else float(getattr(cfg, "hidden_dropout_prob", 0.1))
+            self.model = SegmentPairClassifier(AutoModel.from_pretrained(path, config=cfg), num_labels, head_dropout)
+        else:
+            raise ValueError(f"model.pooling={pooling!r}: use 'cls' or 'segments'")
         self.model.train()  # from_pretrained returns eval mode; Lightning keeps the mode it finds (dropout on)
         if train_layers >= 0:  # fine-tune only the top `train_layers` layers (+ pooler and head): cheaper on CPU
             layers = _encoder_layers(self.model)
@@ -66,6 +175,10 @@ class SequenceClassifierModule(pl.LightningModule):
             base = self.model.base_model
             for n, p in base.named_parameters():
                 p.requires_grad = id(p) in keep or n.startswith("pooler")
+        if pooling == "segments":  # the [CLS] pooler is not used by this head: keep it out of the optimiser (and DDP)
+            for n, p in self.model.base_model.named_parameters():
+                if n.startswith("pooler"):
+                    p.requires_grad = False
         self.val_names = list(val_names)
         self._preds: dict[int, list[torch.Tensor]] = {}
         self._labels: dict[int, list[torch.Tensor]] = {}
@@ -108,7 +221,14 @@ class SequenceClassifierModule(pl.LightningModule):
 
     def configure_optimizers(self):
         h = self.hparams
-        return _configure(self, self.named_parameters(), h.lr, h.weight_decay, h.warmup_ratio)
+        head_lr = h.get("head_lr")
+        if not head_lr:
+            return _configure(self, self.named_parameters(), h.lr, h.weight_decay, h.warmup_ratio)
+        # a freshly initialised head may learn faster than the pretrained encoder it sits on
+        enc = {id(p) for p in self.model.base_model.parameters()}
+        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        return _configure(self, named, h.lr, h.weight_decay, h.warmup_ratio,
+                          head=([p for _, p in named if id(p) not in enc], float(head_lr)))
 
 
 def mlm_parts(model):
@@ -202,7 +322,7 @@ class MaskedLMModule(pl.LightningModule):
             {"params": [p for _, p in head], "lr": h.lr, "weight_decay": h.weight_decay},
             {"params": self._encoder_params, "lr": h.encoder_lr, "weight_decay": h.weight_decay},
         ])
-        total = int(self.trainer.estimated_stepping_batches) if self.trainer is not None else 1000
+        total = int(self._trainer.estimated_stepping_batches) if self._trainer is not None else 1000
         return {"optimizer": opt, "lr_scheduler": {"scheduler": _linear_warmup(opt, max(1, total), h.warmup_ratio),
                                                    "interval": "step"}}
 

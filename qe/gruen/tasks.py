@@ -85,10 +85,14 @@ def build_sop(cfg: DictConfig) -> TaskParts:
     train = sop_pairs(train_docs, seed=int(cfg.seed), both=bool(d.get("both_orders", True)))
     val = {"val": sop_pairs(val_docs, seed=int(cfg.seed) + 1, both=True)}
     dm = TextClassificationDataModule(tok, train, val, batch_size=int(d.batch_size), max_length=int(d.max_length),
-                                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
+                                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed),
+                                      pair_truncation=str(d.get("pair_truncation", "boundary")))
+    head_lr = m.get("head_lr")
     module = SequenceClassifierModule(encoder=str(m.encoder), lr=float(m.lr), weight_decay=float(m.weight_decay),
                                       warmup_ratio=float(m.warmup_ratio), metric="acc", val_names=["val"],
-                                      train_layers=int(m.get("train_layers", -1)))
+                                      train_layers=int(m.get("train_layers", -1)),
+                                      pooling=str(m.get("pooling", "segments")),
+                                      head_lr=float(head_lr) if head_lr else None)
     flat = [" ".join(x) for x in train_docs]
     data = {"name": "+".join(str(dict(s).get("name")) for s in d.train), "train_documents": len(train_docs),
             "train_pairs": len(train[0]), "val_documents": len(val_docs), "sha256": corpus_fingerprint(flat)}
@@ -96,6 +100,7 @@ def build_sop(cfg: DictConfig) -> TaskParts:
     def export(module, dm, dest, metrics, cfg):
         return save_hf_export(Path(dest), module.model, dm.tokenizer, "sop",
                               config={"encoder": str(m.encoder), "label_original_order": 0, "label_swapped": 1,
+                                      "pooling": str(m.get("pooling", "segments")),
                                       "max_length": int(d.max_length), "train": plain_config(cfg)},
                               data=data, metrics=_metrics(metrics))
 
