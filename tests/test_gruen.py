@@ -476,3 +476,33 @@ def test_keep_boundary_rule_shared_by_training_and_scoring(tiny):
     assert hf["input_ids"].shape[1] == 16 and hf["input_ids"][0].tolist() != ids  # HF longest_first keeps A's start
     with pytest.raises(ValueError, match="pair_truncation"):
         TextClassificationDataModule(tok, ([(a, b)], [0]), {}, pair_truncation="middle")
+
+
+def test_order_discrimination_tool(tiny):
+    """qe.gruen.order_eval: distinct permutations only, paired accuracy in [0, 1], ties count 1/2."""
+    from qe.gruen.order_eval import order_discrimination, permutations
+
+    rng = random.Random(0)
+    doc = ["a b .", "c d .", "e f ."]
+    ps = permutations(doc, 10, rng)
+    assert len(ps) == 5 and doc not in ps and len({tuple(p) for p in ps}) == 5  # 3! - 1 orders exist
+    assert permutations(["x y .", "x y ."], 3, rng) == []  # no order differs from the original
+
+    class Constant:  # a head that cannot tell orders apart: every pair is a tie -> accuracy 0.5
+        def sop_loss(self, docs, progress=False):
+            return [0.69] * len(docs)
+
+    class Prefers:  # lower loss exactly for the original documents
+        def __init__(self, originals):
+            self.o = {tuple(d) for d in originals}
+
+        def sop_loss(self, docs, progress=False):
+            return [0.1 if tuple(d) in self.o else 1.0 for d in docs]
+
+    docs = _order_docs(20, 5)
+    r = order_discrimination(Constant(), docs, shuffles=2, progress=False)
+    assert r["accuracy"] == 0.5 and r["wilcoxon_p"] == 1.0 and r["documents"] == 20
+    r = order_discrimination(Prefers(docs), docs, shuffles=2, progress=False)
+    assert r["accuracy"] == 1.0 and r["loss_original"] < r["loss_shuffled"] and r["wilcoxon_p"] < 1e-3
+    with pytest.raises(ValueError, match="two sentences"):
+        order_discrimination(Constant(), [["only one ."]])

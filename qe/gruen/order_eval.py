@@ -1,0 +1,139 @@
+"""Does an SOP head prefer the original sentence order? Discrimination test for GRUEN's coherence module.
+
+Each document (>= 2 sentences) is scored in its original order and in ``--shuffles`` seeded random
+permutations that differ from it; the head's mean SOP loss over all splits (:class:`CoherenceModel`, the
+scorer's own computation, y_c = -loss) is compared per (document, permutation):
+
+* **accuracy** — fraction of pairs where the original has the lower loss (ties count 1/2; chance = 0.5),
+* mean loss of original and shuffled orders, and a one-sided Wilcoxon signed-rank test on the paired
+  differences (``scipy.stats.wilcoxon``),
+* with ``--rating`` on a rated dataset, Spearman / Pearson of y_c with that human rating over the outputs
+  that have at least two sentences (one-sentence outputs have y_c = 0 by definition and are left out).
+
+Documents come from a rated dataset (``--dataset ner18``: outputs split with GRUEN's preprocessing) or from a
+document source of ``task=sop`` (``--docs wikitext2:test``, ``--docs brown``); ``--skip`` / ``--limit`` select
+which, e.g. to leave out the documents a training run validated on.
+
+    PYTHONPATH=. python -m qe.gruen.order_eval --sop exports/sop_minilm --docs wikitext2:test --skip 300 --limit 500
+    PYTHONPATH=. python -m qe.gruen.order_eval --sop exports/sop_minilm --dataset ner18 --rating coherence
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from typing import Sequence
+
+import numpy as np
+
+
+def permutations(doc: Sequence[str], k: int, rng: random.Random) -> list[list[str]]:
+    """Up to ``k`` distinct orders of ``doc`` that differ from the original (fewer when not that many exist)."""
+    seen, out = {tuple(doc)}, []
+    n_possible = 1
+    for i in range(2, len(doc) + 1):
+        n_possible *= i
+    want = min(k, n_possible - 1)  # repeated sentences give fewer distinct orders: the tries cap ends the loop
+    tries = 0
+    while len(out) < want and tries < 100 * k:
+        tries += 1
+        p = list(doc)
+        rng.shuffle(p)
+        if tuple(p) not in seen:
+            seen.add(tuple(p))
+            out.append(p)
+    return out
+
+
+def order_discrimination(model, docs: Sequence[list[str]], shuffles: int = 1, seed: int = 0,
+                         progress: bool = True) -> dict:
+    """Paired comparison of original vs shuffled SOP losses (see module docstring)."""
+    from scipy.stats import wilcoxon
+
+    rng = random.Random(seed)
+    docs = [list(d) for d in docs if len(d) >= 2]
+    if not docs:
+        raise ValueError("order discrimination needs documents of at least two sentences; none given")
+    perms = [permutations(d, shuffles, rng) for d in docs]
+    flat = docs + [p for ps in perms for p in ps]
+    loss = model.sop_loss(flat, progress=progress)
+    orig, pos = loss[: len(docs)], len(docs)
+    o, s = [], []
+    for i, ps in enumerate(perms):
+        for _ in ps:
+            o.append(orig[i])
+            s.append(loss[pos])
+            pos += 1
+    o, s = np.asarray(o), np.asarray(s)
+    diff = s - o
+    res = {"documents": len(docs), "pairs": int(len(o)), "accuracy": float(np.mean((diff > 0) + 0.5 * (diff == 0))),
+           "loss_original": float(o.mean()), "loss_shuffled": float(s.mean()),
+           "mean_sentences": float(np.mean([len(d) for d in docs]))}
+    res["wilcoxon_p"] = float(wilcoxon(s, o, alternative="greater").pvalue) if np.any(diff != 0) else 1.0
+    return res
+
+
+def _documents(args) -> tuple[list[list[str]], list]:
+    if args.dataset:
+        from qe.data import load_dataset
+        from qe.gruen.preprocess import preprocess
+
+        recs = load_dataset(args.dataset, data_dir=args.data_dir)
+        return [preprocess(r.output, splitter=args.splitter) for r in recs], recs
+    from qe.gruen.data import load_documents
+
+    name, _, split = args.docs.partition(":")
+    spec = {"name": name, **({"split": split} if split else {})}
+    return load_documents([spec], args.data_dir), []
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sop", required=True, help="SOP export, HF pair classifier folder or ALBERT checkpoint")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="rated dataset name (load_dataset), e.g. ner18")
+    src.add_argument("--docs", help="document source: wikitext2:<split> | brown")
+    ap.add_argument("--rating", action="append", default=[], help="correlate y_c with this rating (repeatable)")
+    ap.add_argument("--skip", type=int, default=0)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--shuffles", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--splitter", default="pysbd")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--json", default=None, help="also write the results here")
+    args = ap.parse_args(argv)
+
+    from qe.gruen.coherence import CoherenceModel
+
+    docs, recs = _documents(args)
+    end = None if args.limit is None else args.skip + args.limit
+    docs, recs = docs[args.skip:end], recs[args.skip:end]
+    model = CoherenceModel(args.sop, device=args.device)
+    res = {"sop": model.signature, "source": args.dataset or args.docs, "skip": args.skip,
+           **order_discrimination(model, docs, args.shuffles, args.seed)}
+    if args.rating:
+        from scipy.stats import pearsonr, spearmanr
+
+        multi = [i for i, d in enumerate(docs) if len(d) >= 2]
+        yc = [-v for v in model.sop_loss([docs[i] for i in multi], progress=False)]
+        for name in args.rating:
+            pts = [(y, recs[i].ratings[name]) for y, i in zip(yc, multi) if recs[i].ratings.get(name) is not None]
+            if len(pts) < 3:
+                raise SystemExit(f"--rating {name}: only {len(pts)} multi-sentence outputs carry it")
+            a, b = map(np.asarray, zip(*pts))
+            res[f"{name}/spearman"] = float(spearmanr(a, b)[0])
+            res[f"{name}/pearson"] = float(pearsonr(a, b)[0])
+            res[f"{name}/n"] = len(pts)
+    print("| | |\n|---|---|")
+    for k, v in res.items():
+        print(f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=2)
+    return res
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
