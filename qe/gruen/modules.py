@@ -6,9 +6,9 @@
 * :class:`SegmentPairClassifier` — the order head ``task=sop`` trains by default (``model.pooling=segments``):
   mean of the first segment's token states ⊕ mean of the second's → linear. Encoders whose [CLS] / pooler was
   never trained on pairs (the offline MiniLM, a sentence-transformers model trained with mean pooling) carry
-  almost no order information in [CLS] — a linear probe on frozen MiniLM features separates original from
-  swapped pairs at 0.52 from [CLS] but 0.63 from the two segment means (docs/results.md, GRUEN) — and a
-  [CLS] head stayed at chance in three fine-tuning runs.
+  no order information in [CLS] — a linear probe on frozen MiniLM features separates original from swapped
+  pairs at 0.49 (test) from [CLS] but 0.60 from the two segment means (``benchmarks/sop_feature_probe.py``,
+  docs/results.md, GRUEN) — and a [CLS] head stayed at chance in three fine-tuning runs.
 * :class:`MaskedLMModule` — fits a masked-LM head (optionally with the top encoder layers unfrozen) on any
   encoder, so that encoders shipped without a trained MLM head (the offline MiniLM) can give PLL scores.
 
