@@ -25,29 +25,19 @@ import torch
 
 
 def features(model, tok, pairs, max_length: int, batch: int = 64) -> dict[str, np.ndarray]:
-    from qe.gruen.hf import SpecialTokens, keep_boundary
+    from qe.gruen.data import TextClassificationDataModule
+    from qe.gruen.modules import segment_means
 
-    sp = SpecialTokens(tok)
-    pad = tok.pad_token_id or 0
+    # the training collate of task=sop: pairs cut with the scorer's boundary rule
+    dm = TextClassificationDataModule(tok, (pairs, [0] * len(pairs)), {}, max_length=max_length,
+                                      pair_truncation="boundary")
     cls, seg = [], []
     with torch.inference_mode():
         for i in range(0, len(pairs), batch):
-            chunk = pairs[i : i + batch]
-            ea = tok([a for a, _ in chunk], add_special_tokens=False)["input_ids"]
-            eb = tok([b for _, b in chunk], add_special_tokens=False)["input_ids"]
-            rows = [sp.pair(*keep_boundary(a, b, max_length - sp.n_pair)[:2]) for a, b in zip(ea, eb)]
-            L = max(len(r[0]) for r in rows)
-            ids = torch.full((len(rows), L), pad)
-            tt = torch.zeros((len(rows), L), dtype=torch.long)
-            att = torch.zeros((len(rows), L), dtype=torch.long)
-            for r, (x, t) in enumerate(rows):
-                ids[r, : len(x)], tt[r, : len(x)], att[r, : len(x)] = torch.tensor(x), torch.tensor(t), 1
-            h = model(input_ids=ids, attention_mask=att, token_type_ids=tt).last_hidden_state
-            m = att.unsqueeze(-1).float()
-            second = (tt != 0).unsqueeze(-1).float() * m
-            first = m - second
+            enc = dm._boundary_pairs(pairs[i : i + batch])
+            h = model(**enc).last_hidden_state
             cls.append(h[:, 0].numpy())
-            seg.append(torch.cat([(h * first).sum(1) / first.sum(1), (h * second).sum(1) / second.sum(1)], 1).numpy())
+            seg.append(segment_means(h, enc["attention_mask"], enc["token_type_ids"]).numpy())
     c, s = np.concatenate(cls), np.concatenate(seg)
     return {"cls": c, "seg-means": s, "both": np.concatenate([c, s], 1)}
 

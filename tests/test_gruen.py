@@ -502,7 +502,8 @@ def test_order_discrimination_tool(tiny):
     docs = _order_docs(20, 5)
     r = order_discrimination(Constant(), docs, shuffles=2, progress=False)
     assert r["accuracy"] == 0.5 and r["wilcoxon_p"] == 1.0 and r["documents"] == 20
-    r = order_discrimination(Prefers(docs), docs, shuffles=2, progress=False)
+    r = order_discrimination(Prefers(docs), docs + [["too short ."]], shuffles=2, progress=False, per_document=True)
+    assert r["original_losses"] == [0.1] * 20  # one per document of >= 2 sentences
     assert r["accuracy"] == 1.0 and r["loss_original"] < r["loss_shuffled"] and r["wilcoxon_p"] < 1e-3
     with pytest.raises(ValueError, match="two sentences"):
         order_discrimination(Constant(), [["only one ."]])

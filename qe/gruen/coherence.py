@@ -26,8 +26,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from qe.gruen.hf import (SpecialTokens, default_budget, keep_boundary, model_id, pick_device, resolve_model,
-                         token_budget_batches)
+from qe.gruen.hf import (SpecialTokens, default_budget, keep_boundary, model_id, pad_pairs, pick_device,
+                         resolve_model, token_budget_batches)
 
 log = logging.getLogger(__name__)
 
@@ -103,15 +103,7 @@ class CoherenceModel:
             pbar = tqdm(total=len(ex_ids), desc="SOP", unit="pair", disable=not progress, leave=False)
             for bt in token_budget_batches(lengths[order].tolist(), self.max_tokens):
                 idx = order[bt]
-                L = int(lengths[idx].max())
-                inp = torch.full((len(idx), L), pad, dtype=torch.long)
-                tt = torch.zeros((len(idx), L), dtype=torch.long)
-                for r, e in enumerate(idx):
-                    inp[r, : lengths[e]] = torch.as_tensor(ex_ids[e])
-                    tt[r, : lengths[e]] = torch.as_tensor(ex_tt[e])
-                att = (torch.arange(L)[None, :] < torch.as_tensor(lengths[idx])[:, None]).long()
-                kw = {"input_ids": inp.to(self.device), "attention_mask": att.to(self.device),
-                      "token_type_ids": tt.to(self.device)}
+                kw = {k: v.to(self.device) for k, v in pad_pairs([(ex_ids[e], ex_tt[e]) for e in idx], pad).items()}
                 with torch.autocast(self.device.type, dtype=self._dtype, enabled=self._dtype is not None):
                     out = self.model(**kw)
                 logits = (out.sop_logits if self.albert else out.logits).float()

@@ -159,7 +159,7 @@ class TextClassificationDataModule(pl.LightningDataModule):
         return False
 
     def _boundary_pairs(self, texts) -> dict:
-        from qe.gruen.hf import SpecialTokens, keep_boundary
+        from qe.gruen.hf import SpecialTokens, keep_boundary, pad_pairs
 
         if self._special is None:
             self._special = SpecialTokens(self.tokenizer)
@@ -167,16 +167,7 @@ class TextClassificationDataModule(pl.LightningDataModule):
         ea = tok([a for a, _ in texts], add_special_tokens=False)["input_ids"]
         eb = tok([b for _, b in texts], add_special_tokens=False)["input_ids"]
         rows = [sp.pair(*keep_boundary(a, b, self.max_length - sp.n_pair)[:2]) for a, b in zip(ea, eb)]
-        L = max(len(ids) for ids, _ in rows)
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-        ids = torch.full((len(rows), L), pad, dtype=torch.long)
-        tt = torch.zeros((len(rows), L), dtype=torch.long)
-        att = torch.zeros((len(rows), L), dtype=torch.long)
-        for r, (x, t) in enumerate(rows):
-            ids[r, : len(x)] = torch.as_tensor(x)
-            tt[r, : len(x)] = torch.as_tensor(t)
-            att[r, : len(x)] = 1
-        return {"input_ids": ids, "attention_mask": att, "token_type_ids": tt}
+        return pad_pairs(rows, tok.pad_token_id if tok.pad_token_id is not None else 0)
 
     def _collate(self, items):
         texts = [t for t, _ in items]

@@ -93,7 +93,8 @@ def versions() -> str:
 
 
 __all__ = ["pick_device", "resolve_model", "model_id", "save_hf_export", "token_budget_batches", "export_checksum",
-           "HF_SUBDIR", "versions", "default_budget", "offline", "keep_boundary", "SpecialTokens"]
+           "HF_SUBDIR", "versions", "default_budget", "offline", "keep_boundary", "SpecialTokens",
+           "pad_pairs"]
 
 
 def keep_boundary(a: Sequence[int], b: Sequence[int], room: int) -> tuple[list[int], list[int], bool]:
@@ -107,6 +108,19 @@ def keep_boundary(a: Sequence[int], b: Sequence[int], room: int) -> tuple[list[i
     ka = min(len(a), max(half, room - len(b)))
     kb = min(len(b), room - ka)
     return a[len(a) - ka :], b[:kb], True
+
+
+def pad_pairs(rows: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad ``(input_ids, token_type_ids)`` rows into ``input_ids`` / ``attention_mask`` / ``token_type_ids``."""
+    L = max(len(ids) for ids, _ in rows)
+    out = {"input_ids": torch.full((len(rows), L), pad_id, dtype=torch.long),
+           "attention_mask": torch.zeros((len(rows), L), dtype=torch.long),
+           "token_type_ids": torch.zeros((len(rows), L), dtype=torch.long)}
+    for r, (ids, tt) in enumerate(rows):
+        out["input_ids"][r, : len(ids)] = torch.as_tensor(ids)
+        out["token_type_ids"][r, : len(ids)] = torch.as_tensor(tt)
+        out["attention_mask"][r, : len(ids)] = 1
+    return out
 
 
 class SpecialTokens:

@@ -59,6 +59,15 @@ def _configure(module: pl.LightningModule, params, lr, weight_decay, warmup_rati
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
+def segment_means(hidden: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+    """Mean hidden state of the first segment's tokens ⊕ of the second's (token type 0 vs != 0; padding left out)."""
+    att = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    second = (token_type_ids != 0).unsqueeze(-1).to(hidden.dtype) * att
+    first = att - second
+    return torch.cat([(hidden * first).sum(1) / first.sum(1).clamp_min(1.0),
+                      (hidden * second).sum(1) / second.sum(1).clamp_min(1.0)], -1)
+
+
 PAIR_HEAD_CONFIG = "pair_head.json"
 PAIR_HEAD_WEIGHTS = "pair_head.safetensors"
 
@@ -99,12 +108,8 @@ class SegmentPairClassifier(torch.nn.Module):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         h = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
-        att = attention_mask.unsqueeze(-1).to(h.dtype)
-        second = (token_type_ids != 0).unsqueeze(-1).to(h.dtype) * att
-        first = att - second
-        mean_a = (h * first).sum(1) / first.sum(1).clamp_min(1.0)
-        mean_b = (h * second).sum(1) / second.sum(1).clamp_min(1.0)
-        return SequenceClassifierOutput(logits=self.classifier(self.dropout(torch.cat([mean_a, mean_b], -1))))
+        pooled = segment_means(h, attention_mask, token_type_ids)
+        return SequenceClassifierOutput(logits=self.classifier(self.dropout(pooled)))
 
     def save_pretrained(self, path, safe_serialization: bool = True):
         import json

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 from typing import Sequence
@@ -31,10 +32,7 @@ import numpy as np
 def permutations(doc: Sequence[str], k: int, rng: random.Random) -> list[list[str]]:
     """Up to ``k`` distinct orders of ``doc`` that differ from the original (fewer when not that many exist)."""
     seen, out = {tuple(doc)}, []
-    n_possible = 1
-    for i in range(2, len(doc) + 1):
-        n_possible *= i
-    want = min(k, n_possible - 1)  # repeated sentences give fewer distinct orders: the tries cap ends the loop
+    want = min(k, math.factorial(len(doc)) - 1)  # repeated sentences give fewer distinct orders: the tries cap ends the loop
     tries = 0
     while len(out) < want and tries < 100 * k:
         tries += 1
@@ -47,8 +45,9 @@ def permutations(doc: Sequence[str], k: int, rng: random.Random) -> list[list[st
 
 
 def order_discrimination(model, docs: Sequence[list[str]], shuffles: int = 1, seed: int = 0,
-                         progress: bool = True) -> dict:
-    """Paired comparison of original vs shuffled SOP losses (see module docstring)."""
+                         progress: bool = True, per_document: bool = False) -> dict:
+    """Paired comparison of original vs shuffled SOP losses (see module docstring). ``per_document=True`` adds
+    ``original_losses``: the loss of each document of >= 2 sentences, in input order."""
     from scipy.stats import wilcoxon
 
     rng = random.Random(seed)
@@ -71,6 +70,8 @@ def order_discrimination(model, docs: Sequence[list[str]], shuffles: int = 1, se
            "loss_original": float(o.mean()), "loss_shuffled": float(s.mean()),
            "mean_sentences": float(np.mean([len(d) for d in docs]))}
     res["wilcoxon_p"] = float(wilcoxon(s, o, alternative="greater").pvalue) if np.any(diff != 0) else 1.0
+    if per_document:
+        res["original_losses"] = [float(x) for x in orig]
     return res
 
 
@@ -112,12 +113,12 @@ def main(argv=None) -> dict:
     docs, recs = docs[args.skip:end], recs[args.skip:end]
     model = CoherenceModel(args.sop, device=args.device)
     res = {"sop": model.signature, "source": args.dataset or args.docs, "skip": args.skip,
-           **order_discrimination(model, docs, args.shuffles, args.seed)}
+           **order_discrimination(model, docs, args.shuffles, args.seed, per_document=True)}
+    yc = [-v for v in res.pop("original_losses")]  # y_c of the documents with >= 2 sentences, reused below
     if args.rating:
         from scipy.stats import pearsonr, spearmanr
 
         multi = [i for i, d in enumerate(docs) if len(d) >= 2]
-        yc = [-v for v in model.sop_loss([docs[i] for i in multi], progress=False)]
         for name in args.rating:
             pts = [(y, recs[i].ratings[name]) for y, i in zip(yc, multi) if recs[i].ratings.get(name) is not None]
             if len(pts) < 3:
