@@ -237,6 +237,13 @@ def test_tiny_training_export_load_score(tmp_path):
                      round_to=0.5, clip=True)
     module, vocab, info = train_one(orig, extra, dev, model_cfg, {"passes_synth": 1, "passes_orig": 2}, seed=3)
     assert [s["stage"] for s in info["stages"]] == ["synth+all", "original"]
+    # the vocabulary holds the training words (it once held their characters, mapping every word to <unk>)
+    words = {t for i in orig + extra for t in delexicalise(i.mr, i.output).out_tokens}
+    assert words <= set(vocab.itos) and len(vocab) == info["vocab"]
+    enc = vocab.encode(delexicalise(dv[0].mr, dv[0].output).out_tokens)
+    assert sum(i == 1 for i in enc) < len(enc) / 2
+    with pytest.raises(TypeError, match="token lists"):
+        type(vocab).build(["hotel", "bar"])
     from qe.ratpred.module import RatPredModule
     assert RatPredModule(10, 4, 4, init_bias=4.25).net.head.bias.item() == 4.25
     p = predict(module, vocab, dev)

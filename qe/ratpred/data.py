@@ -249,7 +249,12 @@ class Vocab:
 
     @classmethod
     def build(cls, token_lists, min_count: int = 1) -> "Vocab":
-        c = Counter(t for toks in token_lists for t in toks)
+        """Vocabulary of the tokens in ``token_lists`` (an iterable of token *lists*)."""
+        c: Counter = Counter()
+        for toks in token_lists:
+            if isinstance(toks, str):  # a bare string would be counted character by character
+                raise TypeError(f"Vocab.build takes token lists, got the string {toks!r}")
+            c.update(toks)
         return cls(sorted(t for t, n in c.items() if n >= min_count))
 
     def encode(self, toks: list[str]) -> list[int]:

@@ -68,8 +68,8 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
     pl.seed_everything(seed, workers=True)
     delex = bool(proto.get("delex", True))
     train_all = orig + extra
-    vocab = Vocab.build(t for i in train_all for d in [delexicalise(i.mr, i.output, delex=delex, where=i.src)]
-                        for t in (d.mr_tokens + d.out_tokens))
+    vocab = Vocab.build(d.mr_tokens + d.out_tokens
+                        for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
     ratings = [i.rating for i in orig]
     module = RatPredModule(vocab_size=len(vocab), embedding_dim=int(model_cfg["embedding_dim"]),
                            hidden_size=int(model_cfg["hidden_size"]), tanh_layers=int(model_cfg["tanh_layers"]),
