@@ -321,3 +321,27 @@ def test_report_folds_filter(tmp_path, capsys):
     assert "S1 (folds [0, 1], seeds [1]) | 1.000 |" not in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no test predictions for folds"):
         report.main(["--folds=4", str(tmp_path / "results.json")])
+
+
+def test_report_seed_ensemble(tmp_path, capsys):
+    """--ensemble averages the seeds' raw outputs per test output, rounds to 0.5, clips to 1-6, scores once."""
+    import json
+
+    from qe.ratpred import report
+
+    gold = [2.0, 3.0, 5.0, 6.0]
+    raws = {1: [2.6, 2.4, 5.9, 4.0], 2: [1.8, 3.8, 4.3, 8.0]}  # means 2.2 3.1 5.1 6.0 -> 2 3 5 6 (6 clipped)
+    for s, raw in raws.items():
+        d = tmp_path / f"seed{s}"
+        d.mkdir()
+        rows = [{"seed": s, "fold": 0, "id": f"r{i}", "pred": min(6.0, round(r * 2) / 2), "raw": r, "gold": g}
+                for i, (r, g) in enumerate(zip(raw, gold))]
+        (d / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (d / "results.json").write_text(json.dumps({"setup": "S4", "mode": "cv"}))
+    m, n = report.seed_ensemble([report._load_result(str(tmp_path / f"seed{s}" / "results.json")) for s in (1, 2)])
+    assert n == 4 and m["pearson"] == pytest.approx(1.0) and m["mae"] == pytest.approx(0.0)
+    report.main(["--ensemble", str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
+    out = capsys.readouterr().out
+    assert "S4 seed ensemble (mean of 2 seeds' raw outputs, rounded) (4 outputs) | 1.000 |" in out
+    report.main([str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
+    assert "seed ensemble" not in capsys.readouterr().out

@@ -2,10 +2,16 @@
 
     PYTHONPATH=. python -m qe.ratpred.report outputs/ratpred_baselines.json outputs/qe_ratpred/runs/*/results.json
     PYTHONPATH=. python -m qe.ratpred.report --folds=0,2 <run>/results.json     # only these test folds
+    PYTHONPATH=. python -m qe.ratpred.report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
 
 Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run short) are pooled:
 their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear twice) and
 scored together, exactly as one run over all folds would.
+
+``--ensemble`` adds, for every setup run with two or more seeds, a row that is *not* the paper's protocol
+(the paper averages the metrics over seeds): the seeds' raw predictions are averaged per test output, then
+rounded to 0.5 and clipped to the 1-6 rating scale (every training part of EMNLP17 spans 1-6, so this is the
+clip the runner applies) and scored once.
 """
 from __future__ import annotations
 
@@ -36,7 +42,7 @@ def _f(v):
     return "-" if v is None or v != v else f"{v:.3f}"
 
 
-def table(baselines: dict | None, results: list[dict]) -> str:
+def table(baselines: dict | None, results: list[dict], ensemble: bool = False) -> str:
     lines = ["| Setup | Pearson | Spearman | MAE | RMSE | paper Pearson | paper Spearman | paper MAE | paper RMSE |",
              "|---|---|---|---|---|---|---|---|---|"]
     rows = []
@@ -51,6 +57,10 @@ def table(baselines: dict | None, results: list[dict]) -> str:
         rows.append((s, summary, f" (folds {folds}, seeds {seeds})"))
         if all("raw" in x for r in by_setup[s] for x in r["predictions"]):
             rows.append((s + " unrounded", pool(by_setup[s], "raw")[0], ""))
+            if ensemble and len(seeds) > 1:
+                m, n = seed_ensemble(by_setup[s])
+                rows.append((s + f" seed ensemble (mean of {len(seeds)} seeds' raw outputs, rounded)", m,
+                             f" ({n} outputs)"))
     for row in rows:
         name, m = row[0], row[1]
         note = row[2] if len(row) > 2 else ""
@@ -80,6 +90,26 @@ def pool(runs: list[dict], key: str = "pred") -> tuple[dict, list, list]:
     return summary, sorted({f for v in folds_by_seed.values() for f in v}), sorted(per_seed)
 
 
+def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: float = 6.0) -> tuple[dict, int]:
+    """Average the raw test predictions of all seeds per (fold, output), round + clip, score once.
+
+    Only outputs predicted by every seed enter (a partial run would otherwise mix 1- and 2-seed means)."""
+    import numpy as np
+
+    from qe.ratpred.module import correlations, round_clip
+
+    seeds = {x["seed"] for r in runs for x in r["predictions"]}
+    by_item: dict = {}
+    for r in runs:
+        for x in r["predictions"]:
+            by_item.setdefault((x["fold"], x["id"]), {})[x["seed"]] = x
+    items = [v for _, v in sorted(by_item.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
+             if set(v) == seeds]
+    raw = np.array([np.mean([x["raw"] for x in v.values()]) for v in items])
+    gold = [next(iter(v.values()))["gold"] for v in items]
+    return correlations(round_clip(raw, round_to, lo, hi), gold), len(items)
+
+
 def _load_result(path: str) -> dict:
     from pathlib import Path
 
@@ -98,6 +128,8 @@ def _load_result(path: str) -> dict:
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     folds = None
+    ensemble = "--ensemble" in argv
+    argv = [a for a in argv if a != "--ensemble"]
     for a in [a for a in argv if a.startswith("--folds=")]:
         folds = {int(f) for f in a.split("=", 1)[1].split(",")}
         argv.remove(a)
@@ -119,7 +151,7 @@ def main(argv=None):
         for k in d["_keys"]:
             taken[(d["setup"], d.get("mode"), k)] = p
         res.append(d)
-    print(table(base, res))
+    print(table(base, res, ensemble=ensemble))
 
 
 if __name__ == "__main__":
