@@ -345,3 +345,18 @@ def test_report_seed_ensemble(tmp_path, capsys):
     assert "S4 seed ensemble (mean of 2 seeds' raw outputs, rounded) (4 outputs) | 1.000 |" in out
     report.main([str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
     assert "seed ensemble" not in capsys.readouterr().out
+
+
+def test_report_paper_columns_for_c_rows(monkeypatch):
+    """A C row shows the paper's Table 4 figure of that setup, never the Table 3 figure of the setup."""
+    from qe.ratpred import report
+
+    res = [{"setup": s, "mode": m, "predictions": [{"seed": 1, "fold": 0, "id": i, "pred": g, "raw": g, "gold": g}
+                                                   for i, g in enumerate([1.0, 3.0, 5.0])]}
+           for s, m in (("S4", "C2"), ("S4", "cv"))]
+    t = report.table(None, res)
+    assert "| S4 C2 (folds [0], seeds [1]) | 1.000 | 1.000 | 0.000 | 0.000 | 0.162 | 0.138 | 1.084 | 1.448 |" in t
+    assert "| S4 (folds [0], seeds [1]) | 1.000 | 1.000 | 0.000 | 0.000 | 0.330 |" in t
+    monkeypatch.delitem(report.PAPER, "S6 C3")
+    assert "| S6 C3 (folds [0], seeds [1]) | 1.000 | 1.000 | 0.000 | 0.000 | - | - | - | - |" in report.table(
+        None, [dict(res[0], setup="S6", mode="C3")])

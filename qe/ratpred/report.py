@@ -31,10 +31,25 @@ PAPER = {
     "S4": (0.330, 0.274, 0.914, 1.226),
     "S5": (0.331, 0.265, 0.937, 1.245),
     "S6": (0.354, 0.287, 0.909, 1.208),
-    # Table 4 (cross-domain, in-set = SFHOT), S1 rows
+    # Table 4 (cross-domain, in-set = SFHOT)
     "S1 C1": (0.147, 0.136, 1.086, 1.416),
     "S1 C2": (0.162, 0.152, 0.985, 1.281),
     "S1 C3": (0.170, 0.166, 1.003, 1.315),
+    "S2 C1": (0.196, 0.176, 1.059, 1.364),
+    "S2 C2": (0.197, 0.189, 1.003, 1.311),
+    "S2 C3": (0.219, 0.218, 0.988, 1.296),
+    "S3 C1": (0.176, 0.163, 1.093, 1.420),
+    "S3 C2": (0.147, 0.134, 1.037, 1.366),
+    "S3 C3": (0.219, 0.216, 0.979, 1.302),
+    "S4 C1": (0.264, 0.218, 0.983, 1.307),
+    "S4 C2": (0.162, 0.138, 1.084, 1.448),
+    "S4 C3": (0.247, 0.211, 0.983, 1.306),
+    "S5 C1": (0.280, 0.221, 1.009, 1.341),
+    "S5 C2": (0.173, 0.145, 1.077, 1.438),
+    "S5 C3": (0.210, 0.162, 1.095, 1.442),
+    "S6 C1": (0.271, 0.202, 0.991, 1.331),
+    "S6 C2": (0.188, 0.178, 1.037, 1.392),
+    "S6 C3": (0.224, 0.210, 1.002, 1.339),
 }
 
 
@@ -65,7 +80,10 @@ def table(baselines: dict | None, results: list[dict], ensemble: bool = False) -
         name, m = row[0], row[1]
         note = row[2] if len(row) > 2 else ""
         key = name.replace(" unrounded", "")
-        p = PAPER.get(key, PAPER.get(key.split(" ")[0], (None,) * 4)) if "unrounded" not in name else (None,) * 4
+        key = key.split(" seed ensemble")[0]
+        # a C row with no paper figure must not borrow the Table 3 figure of its setup
+        base = key.split(" ")[0] if all(f" {c}" not in key for c in ("C1", "C2", "C3")) else key
+        p = PAPER.get(key, PAPER.get(base, (None,) * 4)) if "unrounded" not in name else (None,) * 4
         lines.append(f"| {name}{note} | {_f(m['pearson'])} | {_f(m['spearman'])} | {_f(m['mae'])} | {_f(m['rmse'])} | "
                      + " | ".join(_f(x) for x in p) + " |")
     return "\n".join(lines)
