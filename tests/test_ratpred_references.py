@@ -129,3 +129,18 @@ def test_real_emnlp17_full_coverage():
     # SF references are human-authored, never the template (HDC) column
     sfh = [r for r in recs if r.dataset == "SFHOT"]
     assert sum(len(r.refs) for r in sfh) / len(sfh) > 2
+
+
+@needs_data
+def test_baselines_cli_writes_rows_into_a_new_directory(tmp_path):
+    """The metric-row CLI creates its output directory and reproduces the paper's BLEU row from the authors' column."""
+    import json
+
+    from qe.ratpred import baselines
+
+    out = tmp_path / "new" / "ratpred_baselines.json"
+    baselines.main(["--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    bleu = rows["BLEU* (authors' column)"]
+    assert (round(bleu["pearson"], 3), round(bleu["spearman"], 3), round(bleu["mae"], 3)) == (0.074, 0.061, 2.264)
+    assert round(rows["Constant"]["mae"], 3) == 1.013

@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -185,6 +186,7 @@ def main(argv=None):
     print(f"{'':32s} {'Pearson':>8s} {'Spearman':>8s} {'MAE':>7s} {'RMSE':>7s}")
     for k, m in rows.items():
         print(f"{k:32s} {m['pearson']:8.3f} {m['spearman']:8.3f} {m['mae']:7.3f} {m['rmse']:7.3f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"rows": rows, "n": len(recs), "impl": args.impl, "signatures": sigs,
                    "raw_means": {k: float(np.mean(v)) for k, v in raw.items()}}, f, indent=1)
