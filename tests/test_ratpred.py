@@ -360,3 +360,29 @@ def test_report_paper_columns_for_c_rows(monkeypatch):
     monkeypatch.delitem(report.PAPER, "S6 C3")
     assert "| S6 C3 (folds [0], seeds [1]) | 1.000 | 1.000 | 0.000 | 0.000 | - | - | - | - |" in report.table(
         None, [dict(res[0], setup="S6", mode="C3")])
+
+
+@needs_data
+def test_report_williams_table_against_s1_and_metrics():
+    """--williams: a setup that predicts the gold ratings beats S1 (noisy) and every metric column; S1 gets
+    only the metric comparisons; p-values are Holm-adjusted over the whole table."""
+    from qe.data import load_dataset
+    from qe.ratpred import report
+
+    recs = load_dataset("emnlp17")[:300]
+    r = np.random.default_rng(0)
+    gold = [x.ratings["quality"] for x in recs]
+
+    def result(setup, preds):
+        return {"setup": setup, "mode": "cv", "predictions": [
+            {"seed": 1, "fold": 0, "id": x.id, "pred": float(p), "raw": float(p), "gold": g}
+            for x, p, g in zip(recs, preds, gold)]}
+
+    t = report.williams_table([result("S1", np.array(gold) + r.normal(0, 3, len(gold))), result("S4", gold)])
+    rows = [line.split(" | ") for line in t.splitlines() if line.startswith("| S")]
+    assert [(x[0], x[2]) for x in rows] == [("| S1", "BLEU"), ("| S1", "METEOR"), ("| S1", "ROUGE-L"),
+                                           ("| S1", "CIDEr"), ("| S4", "S1"), ("| S4", "BLEU"), ("| S4", "METEOR"),
+                                           ("| S4", "ROUGE-L"), ("| S4", "CIDEr")]
+    s4_vs_s1 = rows[4]
+    assert s4_vs_s1[3] == "300" and float(s4_vs_s1[4]) == 1.0 and float(s4_vs_s1[7]) < 1e-6
+    assert all(float(x[8].rstrip(" |")) >= float(x[7]) for x in rows)  # Holm never lowers a p-value

@@ -3,6 +3,7 @@
     PYTHONPATH=. python -m qe.ratpred.report outputs/ratpred_baselines.json outputs/qe_ratpred/runs/*/results.json
     PYTHONPATH=. python -m qe.ratpred.report --folds=0,2 <run>/results.json     # only these test folds
     PYTHONPATH=. python -m qe.ratpred.report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
+    PYTHONPATH=. python -m qe.ratpred.report --williams <S1 run> <S4 run> ...      # + significance table
 
 Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run short) are pooled:
 their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear twice) and
@@ -12,6 +13,13 @@ scored together, exactly as one run over all folds would.
 (the paper averages the metrics over seeds): the seeds' raw predictions are averaged per test output, then
 rounded to 0.5 and clipped to the 1-6 rating scale (every training part of EMNLP17 spans 1-6, so this is the
 clip the runner applies) and scored once.
+
+``--williams`` adds the paper's significance checks (Section 4.1: Williams test on Pearson correlations, as in
+Table 3): per setup and seed, is the setup's rounded-prediction correlation with the human rating larger than
+(a) that of S1 with the same seed, (b) that of each word-overlap metric (the authors' metric columns of the
+EMNLP17 file, normalised as :func:`qe.ratpred.baselines.to_rating`), on the same test outputs? One-sided p,
+and Holm-adjusted p over all the tests in the table (one family), so that the many comparisons do not
+inflate the number of "significant" rows (Reiter & Belz 2009).
 """
 from __future__ import annotations
 
@@ -128,6 +136,47 @@ def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: 
     return correlations(round_clip(raw, round_to, lo, hi), gold), len(items)
 
 
+def williams_table(results: list[dict], data_dir: str | None = None) -> str:
+    """Markdown table of one-sided Williams tests (rounded predictions): each cv setup vs S1 (same seed) and vs
+    the authors' metric columns, on the pooled test outputs; Holm-adjusted over every test in the table."""
+    import numpy as np
+
+    from qe.data import load_dataset
+    from qe.evaluation.stats import adjust_pvalues, williams_compare
+    from qe.ratpred.baselines import AUTHOR_COLUMNS, to_rating
+
+    recs = load_dataset("emnlp17", data_dir=data_dir)
+    metric = {name: dict(zip([r.id for r in recs], to_rating([r.metrics[col] for r in recs])))
+              for name, col in AUTHOR_COLUMNS.items()}
+    preds: dict = {}  # setup -> seed -> {id: (pred, gold)}
+    for r in results:
+        if r.get("mode", "cv") != "cv":
+            continue
+        for x in r["predictions"]:
+            preds.setdefault(r["setup"], {}).setdefault(x["seed"], {})[x["id"]] = (x["pred"], x["gold"])
+    rows = []
+    for setup in sorted(preds):
+        for seed in sorted(preds[setup]):
+            mine = preds[setup][seed]
+            rivals = dict(metric)
+            if setup != "S1" and seed in preds.get("S1", {}):
+                rivals = {"S1": {i: p for i, (p, _) in preds["S1"][seed].items()}, **rivals}
+            for name, other in rivals.items():
+                ids = sorted(i for i in mine if i in other)
+                t, r_a, r_b = williams_compare([mine[i][1] for i in ids], [mine[i][0] for i in ids],
+                                               [other[i] for i in ids], tails=1)
+                rows.append([setup, seed, name, len(ids), r_a, r_b, t.statistic, t.p])
+    adj = adjust_pvalues([r[-1] for r in rows], "holm") if rows else []
+    lines = [f"Williams test (one-sided, H1: setup > rival; Pearson of rounded predictions); Holm over the "
+             f"{len(rows)} tests of this table", "",
+             "| setup | seed | rival | n | r setup | r rival | t | p | p Holm |", "|---|---|---|---|---|---|---|---|---|"]
+    for row, pa in zip(rows, adj):
+        setup, seed, name, n, r_a, r_b, t, p = row
+        lines.append(f"| {setup} | {seed} | {name} | {n} | {r_a:.3f} | {r_b:.3f} | {t:.2f} | {p:.2g} | "
+                     f"{'-' if np.isnan(pa) else f'{pa:.2g}'} |")
+    return "\n".join(lines)
+
+
 def _load_result(path: str) -> dict:
     from pathlib import Path
 
@@ -147,7 +196,8 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     folds = None
     ensemble = "--ensemble" in argv
-    argv = [a for a in argv if a != "--ensemble"]
+    williams = "--williams" in argv
+    argv = [a for a in argv if a not in ("--ensemble", "--williams")]
     for a in [a for a in argv if a.startswith("--folds=")]:
         folds = {int(f) for f in a.split("=", 1)[1].split(",")}
         argv.remove(a)
@@ -170,6 +220,9 @@ def main(argv=None):
             taken[(d["setup"], d.get("mode"), k)] = p
         res.append(d)
     print(table(base, res, ensemble=ensemble))
+    if williams:
+        print()
+        print(williams_table(res))
 
 
 if __name__ == "__main__":
