@@ -386,3 +386,17 @@ def test_report_williams_table_against_s1_and_metrics():
     s4_vs_s1 = rows[4]
     assert s4_vs_s1[3] == "300" and float(s4_vs_s1[4]) == 1.0 and float(s4_vs_s1[7]) < 1e-6
     assert all(float(x[8].rstrip(" |")) >= float(x[7]) for x in rows)  # Holm never lowers a p-value
+
+
+def test_report_labels_a_partial_seed():
+    """A seed with fewer test folds than the others (a run still going) is named in the row label."""
+    from qe.ratpred import report
+
+    def rows(seed, folds):
+        return [{"seed": seed, "fold": f, "id": f"{f}-{i}", "pred": g, "raw": g, "gold": g}
+                for f in folds for i, g in enumerate([1.0, 3.0, 5.0])]
+
+    t = report.table(None, [{"setup": "S1", "mode": "cv", "predictions": rows(1, [0, 1]) + rows(2, [0])}])
+    assert "S1 (folds [0, 1, 'seed 2: only [0]'], seeds [1, 2])" in t
+    t = report.table(None, [{"setup": "S1", "mode": "cv", "predictions": rows(1, [0, 1]) + rows(2, [0, 1])}])
+    assert "S1 (folds [0, 1], seeds [1, 2])" in t

@@ -108,12 +108,16 @@ def pool(runs: list[dict], key: str = "pred") -> tuple[dict, list, list]:
         for row in r["predictions"]:
             per_seed.setdefault(row["seed"], {}).setdefault(row["fold"], []).append(row)
     folds_by_seed = {s: sorted(f) for s, f in per_seed.items()}
+    union = sorted({f for v in folds_by_seed.values() for f in v})
+    partial = {s: f for s, f in folds_by_seed.items() if f != union}
+    if partial:  # a seed still running (or cut short) must not pass for a complete one in the row's label
+        union = union + [f"seed {s}: only {f}" for s, f in sorted(partial.items())]
     ms = []
     for s, fd in per_seed.items():
         rows = [x for f in sorted(fd) for x in fd[f]]
         ms.append(correlations([x[key] for x in rows], [x["gold"] for x in rows]))
     summary = {k: float(np.mean([m[k] for m in ms])) for k in ms[0]}
-    return summary, sorted({f for v in folds_by_seed.values() for f in v}), sorted(per_seed)
+    return summary, union, sorted(per_seed)
 
 
 def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: float = 6.0) -> tuple[dict, int]:
