@@ -67,12 +67,11 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from qe.registry import _IMPORT_ERRORS, available_scorers, export_kinds
+    from qe.registry import EXPORT_KINDS, describe
 
-    print("scorers:      " + ", ".join(available_scorers()))
-    print("export kinds: " + ", ".join(export_kinds()))
-    for mod, err in _IMPORT_ERRORS.items():
-        print(f"(not available: {mod}: {err})")
+    print("scorers (qe.load(NAME)):")
+    print(describe())
+    print("\nexport kinds (qe.load(EXPORT_DIR)): " + ", ".join(sorted(EXPORT_KINDS)))
     return 0
 
 

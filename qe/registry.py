@@ -1,110 +1,211 @@
-"""Name -> scorer factories, and export kind -> loader.
+"""One table: scorer name -> factory, and export kind -> loader, each as ``"module:attr"`` imported on first use.
 
-Scorers register themselves with :func:`register_scorer`; trainable model families register a loader for
-their export ``kind`` with :func:`register_export_kind`. :func:`load` accepts either an export directory or
-a registered name. Built-in modules are imported lazily on the first lookup so that ``import qe`` stays
-cheap and an optional dependency missing for one family does not break the others.
+:data:`SCORERS` maps every registered name (aliases included) to an :class:`Entry`: where the factory lives, the
+options it is called with (a preset fixes some), and one line saying what it is. :data:`EXPORT_KINDS` maps the
+``kind`` of an export's manifest to the loader ``loader(export_dir, manifest, **options) -> Scorer``.
+Nothing is imported until a name is loaded, so ``qe list`` and ``import qe`` cost no torch, Lightning or Hydra,
+and a family whose optional dependency is missing breaks only its own names.
+
+Users add their own with :func:`register_scorer` / :func:`register_export_kind` (an object or a
+``"module:attr"`` string); a name that is already taken is refused.
 """
 from __future__ import annotations
 
 import importlib
-import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-log = logging.getLogger(__name__)
 
-# Modules that register scorers or export kinds. Add a line when a new family lands.
-BUILTIN_MODULES: list[str] = [
-    "qe.lm.scorer",
-    "qe.discourse.scorers",
-    "qe.evaluation.baselines",
-    "qe.ratpred.scorer",
-    "qe.refmetrics.register",
-    "qe.gruen.scorer",
-]
+@dataclass(frozen=True)
+class Entry:
+    target: str | Callable[..., Any]  #: "module:attr" (imported lazily) or the factory itself
+    options: dict[str, Any] = field(default_factory=dict)  #: fixed options of a preset (user options win)
+    doc: str = ""
 
-_SCORERS: dict[str, Callable[..., Any]] = {}
-_EXPORT_KINDS: dict[str, Callable[..., Any]] = {}
-_IMPORT_ERRORS: dict[str, str] = {}
-_loaded = False
+    @property
+    def module(self) -> str | None:
+        return self.target.split(":", 1)[0] if isinstance(self.target, str) else None
+
+    def resolve(self) -> Callable[..., Any]:
+        return resolve_target(self.target)
+
+    def build(self, **options: Any) -> Any:
+        return self.resolve()(**{**self.options, **options})
 
 
-def register_scorer(name: str, *aliases: str):
-    """Decorator: register a scorer factory (a class or function taking keyword options)."""
+def resolve_target(target: str | Callable[..., Any]) -> Callable[..., Any]:
+    """``"pkg.module:attr.sub"`` -> the object; a callable is returned as it is."""
+    if not isinstance(target, str):
+        return target
+    mod, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(mod)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _E(target: str, doc: str, **options: Any) -> Entry:
+    return Entry(target, options, doc)
+
+
+_REF = "qe.refmetrics"
+_DISC = "qe.discourse.scorer"
+
+#: name -> Entry. Aliases are separate keys with the same Entry. Keep it sorted by family.
+SCORERS: dict[str, Entry] = {}
+
+
+def _add(names: tuple[str, ...] | str, entry: Entry) -> None:
+    for n in (names,) if isinstance(names, str) else names:
+        SCORERS[n.lower()] = entry
+
+
+# ---- baselines -------------------------------------------------------------------------------------------------
+_add("length", _E("qe.evaluation.baselines:LengthScorer", "output length in words (the confound every report shows)"))
+
+# ---- reference-based metrics (qe.refmetrics) --------------------------------------------------------------------
+for _n in range(1, 5):
+    _add((f"bleu-{_n}",) + (("bleu",) if _n == 4 else ()),
+         _E(f"{_REF}.ngram:BLEU", f"sentence BLEU-{_n} (sacrebleu, 13a, exp smoothing, effective order; native multi-reference)", n=_n))
+_add(("nist-5", "nist"), _E(f"{_REF}.ngram:NIST", "NIST-5 (mteval-v13a definition; information weights from the set's references)", n=5))
+for _n in range(1, 5):
+    _add(f"rouge-{_n}", _E(f"{_REF}.rouge:RougeScore", f"ROUGE-{_n} F (rouge-score; best reference)", variant=str(_n)))
+_add("rouge-l", _E(f"{_REF}.rouge:RougeScore", "ROUGE-L F (rouge-score; best reference)", variant="L"))
+_add(("rouge-w", "rouge-w-1.2"), _E(f"{_REF}.rouge:RougeW", "ROUGE-W-1.2 F (weighted LCS; best reference)", weight=1.2))
+_add("rouge-su4", _E(f"{_REF}.rouge:RougeSU", "ROUGE-SU4 F (skip gap <= 4 words + unigrams; best reference)", max_gap=4))
+_add("rouge-s4", _E(f"{_REF}.rouge:RougeSU", "ROUGE-S4 F (skip-bigrams only, gap <= 4; best reference)", max_gap=4, unigrams=False))
+_add("meteor", _E(f"{_REF}.overlap:METEOR", "METEOR (nltk; exact + stem, + WordNet synonyms when installed)"))
+_add(("cider-d", "cider"), _E(f"{_REF}.overlap:CIDErD", "CIDEr-D (pycocoevalcap semantics; df over the scored set's references)"))
+_add("ter", _E(f"{_REF}.ngram:TER", "TER (sacrebleu; lower is better; native multi-reference)"))
+_add("chrf", _E(f"{_REF}.ngram:CHRF", "chrF (sacrebleu, beta 2)"))
+_add("chrf++", _E(f"{_REF}.ngram:CHRF", "chrF++ (sacrebleu, word order 2)", word_order=2))
+_add(("se", "string-edit"), _E(f"{_REF}.overlap:StringEdit",
+                               "string-edit similarity (Reiter & Belz 2009: sub 2, ins/del 1, 1 - d/(|out|+|ref|), mean over references)",
+                               mode="native"))
+# the papers' choices: Kann, Rothe & Filippova 2018 (section 4.3): tokenised, lower-cased
+_add("rouge-l-mult", _E(f"{_REF}.rouge:RougeScore", "Kann et al.: ROUGE-L F, tokenised + lower-cased, best of all references",
+                        variant="L", mode="max"))
+_add("rouge-l-single", _E(f"{_REF}.rouge:RougeScore", "Kann et al.: ROUGE-L F against the first reference only",
+                          variant="L", mode="first"))
+for _n in (2, 3):
+    for _m in ("f", "r"):
+        _add((f"lr{_n}-{_m}-mult", f"lr{_n}-{_m}"),
+             _E(f"{_REF}.overlap:LR", f"Toutanova et al. / Kann et al.: {_n}-gram {'F' if _m == 'f' else 'recall'} vs the "
+                                      f"union of reference {_n}-gram sets", n=_n, measure=_m, mode="union"))
+# Reiter & Belz 2009 (section 3.3.1)
+_add("rouge-2-rb", _E(f"{_REF}.rouge:RougeScore", "Reiter & Belz: ROUGE-2 recall, ROUGE-1.5.5 jackknife over references",
+                      variant="2", measure="r", mode="jackknife"))
+_add("rouge-su4-rb", _E(f"{_REF}.rouge:RougeSU", "Reiter & Belz: ROUGE-SU4 recall, ROUGE-1.5.5 jackknife over references",
+                        max_gap=4, measure="r", mode="jackknife"))
+_add("bleu-4-rb", _E(f"{_REF}.ngram:BLEU", "Reiter & Belz: BLEU-4 with all references jointly (mteval), no smoothing",
+                     n=4, smooth_method="none", mode="native"))
+_add("rouge-lm", _E(f"{_REF}.combine:RougeLM", "Kann et al.: z(ROUGE-L-mult) + z(WPSLOR of an LM export, lm=...)"))
+
+# ---- discourse (Zhao, Strube & Eger 2023) -----------------------------------------------------------------------
+_add(("ds-focus-nn", "ds-focus"), _E(f"{_DISC}:DSFocusScorer", "DS-Focus, noun foci", focus="nn"))
+_add("ds-focus-entity", _E(f"{_DISC}:DSFocusScorer", "DS-Focus, entity foci", focus="entity"))
+_add(("ds-focus-f-nn", "ds-focus*-nn"), _E(f"{_DISC}:DSFocusScorer", "DS-Focus*, noun foci (F averaging)", focus="nn", average="f"))
+_add(("ds-focus-f-entity", "ds-focus*-entity"),
+     _E(f"{_DISC}:DSFocusScorer", "DS-Focus*, entity foci (F averaging)", focus="entity", average="f"))
+_add(("ds-sent-u-nn", "ds-sent-nn", "ds-sent"), _E(f"{_DISC}:DSSentScorer", "DS-Sent, unweighted, noun foci", focus="nn", weighted=False))
+_add(("ds-sent-u-entity", "ds-sent-entity"),
+     _E(f"{_DISC}:DSSentScorer", "DS-Sent, unweighted, entity foci", focus="entity", weighted=False))
+_add("ds-sent-w-nn", _E(f"{_DISC}:DSSentScorer", "DS-Sent, weighted, noun foci", focus="nn", weighted=True))
+_add("ds-sent-w-entity", _E(f"{_DISC}:DSSentScorer", "DS-Sent, weighted, entity foci", focus="entity", weighted=True))
+_add("discoscore", _E(f"{_DISC}:DiscoScoreScorer", "DiscoScore: every DS variant as components"))
+_add("rc", _E(f"{_DISC}:CohesionScorer", "RC: repetition-based cohesion (discourse baseline)", kind="rc"))
+_add("lc", _E(f"{_DISC}:CohesionScorer", "LC: lexical cohesion (discourse baseline)", kind="lc"))
+_add("entity-graph", _E(f"{_DISC}:GraphCoherenceScorer", "entity graph coherence (discourse baseline)", lexical=False))
+_add("lexical-graph", _E(f"{_DISC}:GraphCoherenceScorer", "lexical graph coherence (discourse baseline)", lexical=True))
+_add("lexical-chain", _E(f"{_DISC}:LexicalChainScorer", "lexical chain overlap (discourse baseline)"))
+
+# ---- GRUEN (Zhu & Bhat 2020) ------------------------------------------------------------------------------------
+_add("gruen", _E("qe.gruen.scorer:GruenScorer", "GRUEN: grammaticality, non-redundancy, focus, structure (components)"))
+
+#: export kind -> loader(export_dir, manifest, **options)
+EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
+    "slor": "qe.lm.scorer:from_export",
+    "qe_gru": "qe.ratpred.scorer:from_export",
+    "acceptability": "qe.gruen.acceptability:from_export",
+    "mlm": "qe.gruen.scorer:mlm_from_export",
+    "sop": "qe.gruen.scorer:sop_from_export",
+    "gruen": "qe.gruen.scorer:gruen_from_export",
+    "svr": "qe.refmetrics.svr:from_export",
+}
+
+
+def register_scorer(name: str, *aliases: str, options: dict[str, Any] | None = None, doc: str = ""):
+    """Decorator (or call with a ``"module:attr"`` string): add a user scorer under ``name`` and ``aliases``."""
 
     def deco(factory):
+        entry = Entry(factory, dict(options or {}), doc or (getattr(factory, "__doc__", "") or "").strip().split("\n")[0])
         for n in (name, *aliases):
             key = n.lower()
-            if key in _SCORERS and _SCORERS[key] is not factory:
-                raise ValueError(f"scorer name {n!r} is already registered to {_SCORERS[key]!r}")
-            _SCORERS[key] = factory
+            if key in SCORERS and SCORERS[key].target is not factory and SCORERS[key].target != factory:
+                raise ValueError(f"scorer name {n!r} is already registered to {SCORERS[key].target!r}")
+        for n in (name, *aliases):
+            SCORERS[n.lower()] = entry
         return factory
 
     return deco
 
 
 def register_export_kind(kind: str):
-    """Decorator: register ``loader(export_dir: Path, manifest: dict, **options) -> Scorer`` for a kind."""
+    """Decorator (or call with a ``"module:attr"`` string): ``loader(export_dir, manifest, **options) -> Scorer``."""
 
     def deco(loader):
-        if kind in _EXPORT_KINDS and _EXPORT_KINDS[kind] is not loader:
-            raise ValueError(f"export kind {kind!r} is already registered")
-        _EXPORT_KINDS[kind] = loader
+        if kind in EXPORT_KINDS and EXPORT_KINDS[kind] is not loader and EXPORT_KINDS[kind] != loader:
+            raise ValueError(f"export kind {kind!r} is already registered to {EXPORT_KINDS[kind]!r}")
+        EXPORT_KINDS[kind] = loader
         return loader
 
     return deco
 
 
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for mod in BUILTIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ImportError as exc:  # optional dependency missing: report on lookup, do not fail import
-            _IMPORT_ERRORS[mod] = f"{type(exc).__name__}: {exc}"
-            log.debug("could not import %s: %s", mod, exc)
-
-
 def available_scorers() -> list[str]:
     """Registered scorer names (aliases included), sorted."""
-    _load_builtins()
-    return sorted(_SCORERS)
+    return sorted(SCORERS)
 
 
 def export_kinds() -> list[str]:
-    _load_builtins()
-    return sorted(_EXPORT_KINDS)
+    return sorted(EXPORT_KINDS)
 
 
-def load(name_or_path: str | Path, **options):
+def describe(prefix: str | None = None) -> str:
+    """One line per registered name (``prefix`` keeps the entries whose module starts with it)."""
+    rows = []
+    for name, e in sorted(SCORERS.items()):
+        if prefix and not (e.module or "").startswith(prefix):
+            continue
+        rows.append(f"{name:18s} {e.doc}")
+    return "\n".join(rows)
+
+
+def load(name_or_path: str | Path, **options: Any):
     """Return a scorer for an export directory or a registered scorer name.
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
     from qe.export import MANIFEST, read_manifest
 
-    _load_builtins()
     path = Path(str(name_or_path)).expanduser()
     if path.is_dir():
         manifest = read_manifest(path)
         kind = manifest["kind"]
-        if kind not in _EXPORT_KINDS:
-            extra = f" (import errors: {_IMPORT_ERRORS})" if _IMPORT_ERRORS else ""
-            raise KeyError(
-                f"{path}: export kind {kind!r} has no registered loader; known kinds: {sorted(_EXPORT_KINDS)}{extra}"
-            )
-        return _EXPORT_KINDS[kind](path, manifest, **options)
+        if kind not in EXPORT_KINDS:
+            raise KeyError(f"{path}: export kind {kind!r} has no registered loader; known kinds: {export_kinds()}")
+        return resolve_target(EXPORT_KINDS[kind])(path, manifest, **options)
     key = str(name_or_path).lower()
-    if key in _SCORERS:
-        return _SCORERS[key](**options)
+    if key in SCORERS:
+        return SCORERS[key].build(**options)
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; an export is a directory containing {MANIFEST}")
-    hint = f"; modules that failed to import: {_IMPORT_ERRORS}" if _IMPORT_ERRORS else ""
     raise KeyError(
         f"{name_or_path!r} is neither an export directory nor a registered scorer. "
-        f"Registered scorers: {', '.join(sorted(_SCORERS)) or '(none)'}{hint}"
+        f"Registered scorers: {', '.join(available_scorers())}"
     )
+
+
+__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "register_scorer", "register_export_kind", "available_scorers",
+           "export_kinds", "describe", "load", "resolve_target"]

@@ -1,77 +1,248 @@
-"""The one training loop every task shares (``train.py`` is a thin wrapper around :func:`run_training`).
+"""The training side every family shares (``train.py`` is a thin wrapper around :func:`run_training`).
 
-A task is a function named by ``cfg.task.builder`` that takes the composed config and returns
-:class:`TaskParts`: the LightningModule, its LightningDataModule, and how to write the export. Tasks that are
-not trained by gradient descent (e.g. the scikit-learn SVR combiner) set ``cfg.task.runner`` instead: a
-function ``run(cfg) -> dict`` that does everything itself.
+* :class:`QEModule` — the base LightningModule: constructor arguments are saved hyperparameters, the module knows
+  its export kind and writes its own export through the family's ``format`` module;
+* :func:`instantiate_model` — ``_target_`` model configs (``_partial_: true`` when the task supplies sizes such as
+  the vocabulary);
+* :func:`build_trainer` / :func:`fit` — trainer, loggers, callbacks and checkpoints from the config, for the
+  standard loop and for runner tasks that fit many models (RatPred's folds × seeds × stages): ``logger=``,
+  ``callbacks=``, ``trainer=`` and resume mean the same for every task;
+* :func:`run_training` — fit, test, export; :func:`export_from_checkpoint` — an export from any checkpoint of a run.
+
+A task is a function named by ``cfg.task.builder`` that takes the composed config and returns :class:`TaskParts`.
+Tasks whose protocol is more than one fit (cross-validation, an SVR fit, a tuning search) name ``cfg.task.runner``
+instead: ``run(cfg) -> dict``, built from :func:`fit` / :func:`build_trainer` so they honour the same groups.
+Scorers never import this module.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import hydra
 import lightning.pytorch as pl
 from omegaconf import DictConfig, OmegaConf
 
+from qe.core.config import to_dict
+
 log = logging.getLogger(__name__)
+
+#: callbacks that need a logger; dropped (with a note) under ``logger=none``
+_NEEDS_LOGGER = ("LearningRateMonitor",)
+
+
+class QEModule(pl.LightningModule):
+    """Base of every trainable qe model.
+
+    Subclasses call ``self.save_hyperparameters()`` in ``__init__`` (every constructor argument is a saved
+    hyperparameter, so a checkpoint says how to rebuild the module), set :attr:`export_kind`, and implement
+    :meth:`export`, which writes the family's export through its ``format`` module (the only code its scorer reads).
+    """
+
+    #: the ``kind`` of the export this module writes (a key of :data:`qe.registry.EXPORT_KINDS`)
+    export_kind: ClassVar[str] = ""
+
+    def export(self, dest: str | Path, *, datamodule: Any = None, metrics: dict[str, Any] | None = None,
+               cfg: DictConfig | None = None) -> Path:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} does not write an export")
+
+    def configure_optimizers(self):
+        """Adam(W) with the saved ``lr`` / ``weight_decay``; families with schedules override this."""
+        import torch
+
+        h = self.hparams
+        wd = float(h.get("weight_decay", 0.0) or 0.0)
+        opt = torch.optim.AdamW if wd else torch.optim.Adam
+        return opt(self.parameters(), lr=float(h.get("lr", 1e-3)), **({"weight_decay": wd} if wd else {}))
 
 
 @dataclass
 class TaskParts:
     module: pl.LightningModule
     datamodule: pl.LightningDataModule
-    #: export(module, datamodule, dest, metrics, cfg) -> Path, called on global rank 0 after fitting
-    export: Callable[..., Path]
+    #: export(module, datamodule, dest, metrics, cfg) -> Path, called on global rank 0 after fitting;
+    #: None: ``module.export(dest, datamodule=..., metrics=..., cfg=...)``
+    export: Callable[..., Path] | None = None
     #: extra callbacks the task needs (e.g. throughput logging)
     callbacks: list[pl.Callback] = field(default_factory=list)
     #: demo(export_path, cfg) -> None, prints a few scores at the end of the run (optional)
     demo: Callable[..., None] | None = None
 
+    def write_export(self, dest: Path, metrics: dict[str, Any], cfg: DictConfig) -> Path:
+        if self.export is not None:
+            return self.export(self.module, self.datamodule, dest, metrics, cfg)
+        return self.module.export(dest, datamodule=self.datamodule, metrics=metrics, cfg=cfg)
 
-def _instantiate_dict(cfg_section: DictConfig | None) -> list[Any]:
+
+# ---------------------------------------------------------------------------------------------------- models
+def instantiate_model(node: DictConfig | dict, **supplied: Any) -> Any:
+    """Build ``cfg.model`` from its ``_target_``; a ``_partial_`` config is completed with ``supplied``
+    (what only the task knows: vocabulary size, the tokenizer's pad id, ...)."""
+    obj = hydra.utils.instantiate(node, _convert_="all")
+    if isinstance(obj, functools.partial):
+        obj = obj(**supplied)
+    elif supplied:
+        raise TypeError(f"model config {node.get('_target_')!r} is not _partial_, but the task supplies {sorted(supplied)}")
+    return obj
+
+
+def model_options(node: DictConfig | dict) -> dict[str, Any]:
+    """A model config's options without Hydra's ``_target_`` / ``_partial_`` keys (for manifests and logs)."""
+    d = to_dict(node)
+    return {k: v for k, v in (d or {}).items() if not (k.startswith("_") and k.endswith("_"))}
+
+
+# ---------------------------------------------------------------------------------------------------- trainer
+def _instantiate_dict(section: DictConfig | None) -> list[Any]:
     out = []
-    if not cfg_section:
+    if not section:
         return out
-    for _, conf in cfg_section.items():
+    for _, conf in section.items():
         if isinstance(conf, DictConfig) and "_target_" in conf:
             out.append(hydra.utils.instantiate(conf))
     return out
 
 
-def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] | None = None) -> pl.Trainer:
-    callbacks = _instantiate_dict(cfg.get("callbacks")) + list(extra_callbacks or [])
-    loggers = _instantiate_dict(cfg.get("logger"))
-    return hydra.utils.instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False)
+def build_loggers(cfg: DictConfig, run_dir: str | Path | None = None, version: str | None = None) -> list[Any]:
+    """The loggers of ``cfg.logger``; ``run_dir`` / ``version`` place them under a sub-run (one fold of a runner)."""
+    section = cfg.get("logger")
+    if not section:
+        return []
+    section = OmegaConf.create(to_dict(section, resolve=True))
+    for _, conf in section.items():
+        if not (isinstance(conf, DictConfig) and "_target_" in conf):
+            continue
+        if run_dir is not None and "save_dir" in conf:
+            conf.save_dir = str(run_dir)
+        if version is not None:
+            target = str(conf._target_)
+            if target.endswith(("CSVLogger", "TensorBoardLogger")):
+                conf.version = version
+            elif target.endswith("WandbLogger"):
+                conf.name = f"{conf.get('name') or 'qe'}-{version}"
+    return _instantiate_dict(section)
 
 
-def _resolve_ckpt(cfg: DictConfig) -> str | None:
-    ck = cfg.get("ckpt_path")
-    if ck in (None, "", "none", "null"):
+def build_callbacks(cfg: DictConfig, run_dir: str | Path | None = None, has_logger: bool = True,
+                    extra: list[pl.Callback] | None = None, checkpoints: bool = True) -> list[pl.Callback]:
+    """The callbacks of ``cfg.callbacks`` (checkpoints under ``run_dir/checkpoints`` when given) plus ``extra``."""
+    section = cfg.get("callbacks")
+    out: list[pl.Callback] = []
+    if section:
+        section = OmegaConf.create(to_dict(section, resolve=True))
+        for key, conf in section.items():
+            if not (isinstance(conf, DictConfig) and "_target_" in conf):
+                continue
+            cls = str(conf._target_).rsplit(".", 1)[-1]
+            if not has_logger and cls in _NEEDS_LOGGER:
+                log.info("callbacks.%s (%s) skipped: it needs a logger and logger=none", key, cls)
+                continue
+            if cls == "ModelCheckpoint":
+                if not checkpoints:
+                    continue
+                if run_dir is not None:
+                    conf.dirpath = str(Path(run_dir) / "checkpoints")
+            out.append(hydra.utils.instantiate(conf))
+    return out + list(extra or [])
+
+
+def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] | None = None, *,
+                  run_dir: str | Path | None = None, version: str | None = None, checkpoints: bool = True,
+                  **overrides: Any) -> pl.Trainer:
+    """``cfg.trainer`` with the configured loggers and callbacks; ``overrides`` win over the config
+    (a runner's per-stage ``max_epochs``), ``run_dir`` relocates loggers and checkpoints for a sub-run."""
+    loggers = build_loggers(cfg, run_dir, version)
+    callbacks = build_callbacks(cfg, run_dir, has_logger=bool(loggers), extra=extra_callbacks, checkpoints=checkpoints)
+    tcfg = OmegaConf.create(to_dict(cfg.trainer, resolve=True))
+    if run_dir is not None:
+        tcfg.default_root_dir = str(run_dir)
+    if not any(isinstance(c, pl.callbacks.ModelCheckpoint) for c in callbacks):
+        overrides.setdefault("enable_checkpointing", False)
+    return hydra.utils.instantiate(tcfg, callbacks=callbacks, logger=loggers or False, **overrides)
+
+
+def resolve_ckpt(ckpt: Any, run_dir: str | Path) -> str | None:
+    """``last`` -> ``run_dir/checkpoints/last.ckpt`` when it exists; a path must exist; null/none -> None."""
+    if ckpt in (None, "", "none", "null"):
         return None
-    if ck == "last":
-        last = Path(cfg.paths.output_dir) / "checkpoints" / "last.ckpt"
+    if ckpt == "last":
+        last = Path(run_dir) / "checkpoints" / "last.ckpt"
         return str(last) if last.is_file() else None
-    if not Path(ck).is_file():
-        raise FileNotFoundError(f"ckpt_path={ck}: no such checkpoint")
-    return str(ck)
+    if not Path(ckpt).is_file():
+        raise FileNotFoundError(f"ckpt_path={ckpt}: no such checkpoint")
+    return str(ckpt)
+
+
+def best_checkpoint(trainer: pl.Trainer) -> str | None:
+    cb = trainer.checkpoint_callback
+    if cb is not None and getattr(cb, "best_model_path", ""):
+        return cb.best_model_path
+    return None
+
+
+def fit(cfg: DictConfig, module: pl.LightningModule, datamodule: pl.LightningDataModule | None = None, *,
+        run_dir: str | Path | None = None, extra_callbacks: list[pl.Callback] | None = None,
+        train_dataloaders: Any = None, val_dataloaders: Any = None, ckpt_path: Any = "last",
+        version: str | None = None, **trainer_overrides: Any) -> tuple[pl.Trainer, dict[str, Any]]:
+    """Fit ``module`` with the configured trainer, resuming from ``run_dir``'s last checkpoint when present.
+
+    Returns the trainer and its callback metrics (floats). Runner tasks call this once per sub-run with
+    their own ``run_dir`` so that every sub-run has its loggers, checkpoints and resume point.
+    """
+    run_dir = Path(run_dir or cfg.paths.output_dir)
+    trainer = build_trainer(cfg, extra_callbacks, run_dir=run_dir, version=version, **trainer_overrides)
+    ckpt = resolve_ckpt(ckpt_path, run_dir)
+    if ckpt:
+        log.info("resuming from %s", ckpt)
+    kw: dict[str, Any] = {"ckpt_path": ckpt}
+    if datamodule is not None:
+        kw["datamodule"] = datamodule
+    else:
+        kw.update(train_dataloaders=train_dataloaders, val_dataloaders=val_dataloaders)
+    trainer.fit(module, **kw)
+    return trainer, {k: _num(v) for k, v in trainer.callback_metrics.items()}
+
+
+def load_state_dict(ckpt_path: str | Path) -> dict[str, Any]:
+    """The ``state_dict`` of a Lightning checkpoint, unpickled with ``weights_only=True`` (tensors, plain data)."""
+    import torch
+
+    ck = torch.load(str(ckpt_path), map_location="cpu", weights_only=True)
+    return ck["state_dict"]
 
 
 def plain_config(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as plain data (stored in every export's manifest)."""
-    c = OmegaConf.to_container(cfg, resolve=False)
-    try:
-        c = OmegaConf.to_container(cfg, resolve=True)
-    except Exception:  # hydra: interpolations can only be resolved inside a Hydra run
-        pass
-    return c  # type: ignore[return-value]
+    return to_dict(cfg)
+
+
+def _check_task_name(cfg: DictConfig) -> None:
+    """An old task name (a config in conf/task that only sets ``task.old_name`` over the new one) warns."""
+    old = cfg.task.get("old_name")
+    if old:
+        log.warning("task=%s is an old name; use task=%s", old, cfg.task.name)
+
+
+def log_metrics(cfg: DictConfig, metrics: dict[str, Any], *, run_dir: str | Path | None = None,
+                version: str | None = None, step: int | None = None, hparams: bool = True) -> None:
+    """Send ``metrics`` (and the config as hyperparameters) to the configured loggers, for tasks that are not
+    fitted by a Trainer (the SVR combiner, a tuning report): ``logger=csv|wandb|none`` means the same there."""
+    loggers = build_loggers(cfg, run_dir if run_dir is not None else cfg.paths.output_dir, version)
+    nums = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for lg in loggers:
+        if hparams:
+            lg.log_hyperparams(plain_config(cfg))
+        lg.log_metrics(nums, step=step)
+        lg.finalize("success")
 
 
 def run_training(cfg: DictConfig) -> dict[str, Any]:
     """Fit, test, export. Returns the logged metrics (plus ``export_path``)."""
+    _check_task_name(cfg)
     pl.seed_everything(int(cfg.seed), workers=True)
     runner = cfg.task.get("runner")
     if runner:
@@ -79,29 +250,19 @@ def run_training(cfg: DictConfig) -> dict[str, Any]:
 
     builder = hydra.utils.get_method(cfg.task.builder)
     parts: TaskParts = builder(cfg)
-    trainer = build_trainer(cfg, parts.callbacks)
-    ckpt = _resolve_ckpt(cfg)
-    if ckpt:
-        log.info("resuming from %s", ckpt)
-    trainer.fit(parts.module, datamodule=parts.datamodule, ckpt_path=ckpt)
-    metrics = {k: _num(v) for k, v in trainer.callback_metrics.items()}
-
-    best = None
-    ckpt_cb = trainer.checkpoint_callback
-    if ckpt_cb is not None and getattr(ckpt_cb, "best_model_path", ""):
-        best = ckpt_cb.best_model_path
+    trainer, metrics = fit(cfg, parts.module, parts.datamodule, extra_callbacks=parts.callbacks,
+                           ckpt_path=cfg.get("ckpt_path"))
+    best = best_checkpoint(trainer)
     if cfg.get("test") and getattr(parts.datamodule, "has_test", lambda: False)():
         test_metrics = trainer.test(parts.module, datamodule=parts.datamodule, ckpt_path=best or None, verbose=False)
         for d in test_metrics:
             metrics.update({k: _num(v) for k, v in d.items()})
     elif best:
-        # load the best weights for export even without a test split
-        state = _load_state_dict(best)
-        parts.module.load_state_dict(state)
+        parts.module.load_state_dict(load_state_dict(best))  # export the best weights even without a test split
 
     if cfg.get("export") and trainer.is_global_zero:
         dest = Path(cfg.export_dir).expanduser()
-        path = parts.export(parts.module, parts.datamodule, dest, metrics, cfg)
+        path = parts.write_export(dest, metrics, cfg)
         metrics["export_path"] = str(path)
         print(f"\nexport written to: {path}")
         if parts.demo is not None:
@@ -109,12 +270,45 @@ def run_training(cfg: DictConfig) -> dict[str, Any]:
     return metrics
 
 
-def _load_state_dict(ckpt_path: str) -> dict[str, Any]:
+def export_from_checkpoint(run_dir: str | Path, checkpoint: str = "best", dest: str | Path | None = None) -> Path:
+    """Write a run's export from one of its checkpoints (a run stopped before its end, or an earlier best).
+
+        python -m qe.training outputs/cola/runs/<run> --checkpoint best --dest exports/cola_minilm
+
+    ``checkpoint``: ``best`` (the ModelCheckpoint's monitored best), ``last``, or a file path. The config is the
+    run's own ``.hydra/config.yaml``; weights load with ``torch.load(weights_only=True)``. Works for every task
+    built by ``task.builder``.
+    """
     import torch
 
-    # Lightning checkpoints written by this run; weights_only keeps unpickling to tensors and plain containers
-    ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-    return ck["state_dict"]
+    run_dir = Path(run_dir)
+    cfg = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+    cfg.paths.output_dir = str(run_dir)
+    if not cfg.task.get("builder"):
+        raise ValueError(f"{run_dir}: task {cfg.task.get('name')!r} is a runner task; its runner writes the export")
+    ck_dir = run_dir / "checkpoints"
+    if checkpoint == "last":
+        ck = ck_dir / "last.ckpt"
+    elif checkpoint == "best":
+        cands = sorted(p for p in ck_dir.glob("*.ckpt") if p.name != "last.ckpt")
+        if not cands:
+            raise FileNotFoundError(f"{ck_dir}: no best checkpoint")
+        ck = cands[-1]
+    else:
+        ck = Path(checkpoint)
+    parts: TaskParts = hydra.utils.get_method(cfg.task.builder)(cfg)
+    state = torch.load(ck, map_location="cpu", weights_only=True)
+    parts.module.load_state_dict(state["state_dict"])
+    metrics: dict[str, Any] = {}
+    for cb in state.get("callbacks", {}).values():
+        if isinstance(cb, dict) and cb.get("best_model_score") is not None:
+            metrics[f"best/{cfg.task.monitor}"] = float(cb["best_model_score"])
+    metrics.update({"checkpoint_epoch": int(state.get("epoch", -1)), "checkpoint_step": int(state.get("global_step", -1))})
+    val = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_progress_bar=False,
+                     enable_checkpointing=False).validate(parts.module, datamodule=parts.datamodule, verbose=False)
+    for d in val:
+        metrics.update({k: float(v) for k, v in d.items()})
+    return parts.write_export(Path(dest) if dest else run_dir / "export", metrics, cfg)
 
 
 def _num(v: Any) -> Any:
@@ -131,3 +325,14 @@ def main_entry(cfg: DictConfig) -> float | None:
     if key and key in metrics and os.environ.get("LOCAL_RANK", "0") == "0":
         return float(metrics[key])
     return None
+
+
+if __name__ == "__main__":
+    import argparse
+
+    ap = argparse.ArgumentParser(description="write a run's export from one of its checkpoints")
+    ap.add_argument("run_dir")
+    ap.add_argument("--checkpoint", default="best")
+    ap.add_argument("--dest", default=None)
+    a = ap.parse_args()
+    print(export_from_checkpoint(a.run_dir, a.checkpoint, a.dest))

@@ -181,7 +181,7 @@ def test_long_text_sliding_windows_do_not_truncate(tiny_bert):
 
 
 def test_scorers_identical_texts_give_perfect_scores(engine):
-    from qe.discourse.scorers import DSFocusScorer, DSSentScorer, LexicalChainScorer
+    from qe.discourse.scorer import DSFocusScorer, DSSentScorer, LexicalChainScorer
 
     text = "The cat sat on the mat. The cat was happy. A dog barked at the cat."
     for focus in ("nn", "entity"):
@@ -193,7 +193,7 @@ def test_scorers_identical_texts_give_perfect_scores(engine):
 
 
 def test_no_noun_and_empty_inputs_give_documented_values(engine, caplog):
-    from qe.discourse.scorers import CohesionScorer, DSFocusScorer, DSSentScorer, GraphCoherenceScorer
+    from qe.discourse.scorer import CohesionScorer, DSFocusScorer, DSSentScorer, GraphCoherenceScorer
 
     outs = ["Run quickly!", "", "The cat sat on the mat."]
     refs = ["The dog barked.", "The dog barked.", "A cat sat."]
@@ -211,7 +211,7 @@ def test_no_noun_and_empty_inputs_give_documented_values(engine, caplog):
 
 
 def test_scores_in_input_order_and_multi_reference(engine):
-    from qe.discourse.scorers import DSFocusScorer
+    from qe.discourse.scorer import DSFocusScorer
 
     sc = DSFocusScorer("nn", engine=engine)
     a = "The cat sat on the mat. The cat was happy."
@@ -270,7 +270,7 @@ def test_ner18_converter():
 
 def test_ds_sent_scorer_adjacency_and_section5_features(engine):
     from qe.discourse.analysis import discourse_features, feature_discriminativeness
-    from qe.discourse.scorers import DSSentScorer
+    from qe.discourse.scorer import DSSentScorer
 
     text = "The cat and the dog ran. The cat and the dog sat. A bird sang."
     p = engine.parse([text])[0]
@@ -286,7 +286,7 @@ def test_ds_sent_scorer_adjacency_and_section5_features(engine):
 
 def test_entity_matching_joint_vs_exact(engine, tmp_path):
     from qe.discourse.engine import DiscourseEngine
-    from qe.discourse.scorers import DSFocusScorer
+    from qe.discourse.scorer import DSFocusScorer
 
     p = tmp_path / "v.txt"
     p.write_text("car 1 0\nvehicle 0.95 0.3\ntree 0 1\n")

@@ -15,7 +15,7 @@ from hydra.core.global_hydra import GlobalHydra
 import qe
 from qe.evaluation.runner import run_evaluation
 from qe.evaluation.scoring import EvaluationConfigError
-from qe.scorers.base import Scorer
+from qe.core.scorer import Scorer
 from tests.conftest import REPO, needs_data
 
 FAST = ["stats.bootstrap.n=100", "stats.permutation.n=100", "progress=false"]

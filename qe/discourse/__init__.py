@@ -5,7 +5,7 @@
 * :mod:`qe.discourse.engine` - shared parsing/encoding with caches;
 * :mod:`qe.discourse.metrics` - the equations (adjacency, DS-Focus, DS-Sent, RC/LC, graphs, chains,
   discourse features, discriminativeness D);
-* :mod:`qe.discourse.scorers` - registered scorers (``ds-focus-nn``, ``ds-sent-u-entity``, ``rc``, ...);
+* :mod:`qe.discourse.scorer` - registered scorers (``ds-focus-nn``, ``ds-sent-u-entity``, ``rc``, ...);
 * :mod:`qe.discourse.analysis` - Sec. 5 discourse features and D over a data set;
 * ``python -m qe.discourse.ner18`` - the NeR18 meta-evaluation (system- and summary-level Kendall).
 """

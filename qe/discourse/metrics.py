@@ -1,7 +1,7 @@
 """The mathematics of DiscoScore, its discourse features and the discourse baselines, on parsed texts.
 
 Everything here is a pure function of :class:`~qe.discourse.foci.ParsedText` objects and numpy arrays, so
-it is testable on hand-made inputs; the scorers in :mod:`qe.discourse.scorers` add parsing, encoding,
+it is testable on hand-made inputs; the scorers in :mod:`qe.discourse.scorer` add parsing, encoding,
 batching, caching and the scorer API. Notation follows Zhao, Strube & Eger (2023).
 
 Sentence graph (Sec. 3): for sentences i < j that share at least one focus,

@@ -44,7 +44,7 @@ PAPER_TABLE5 = {"DS-Focus (NN)": 10.42, "DS-Sent-u (NN)": 3.81, "BARTScore": 24.
 def variants(engine, sent_engine=None):
     """(label, scorer) pairs: every DiscoScore variant, the baselines, and two documented sensitivity checks.
     DS-Sent variants use ``sent_engine`` when given (the paper encodes DS-Sent with BERT-NLI)."""
-    from qe.discourse.scorers import (CohesionScorer, DSFocusScorer, DSSentScorer, GraphCoherenceScorer,
+    from qe.discourse.scorer import (CohesionScorer, DSFocusScorer, DSSentScorer, GraphCoherenceScorer,
                                       LexicalChainScorer)
 
     e = engine

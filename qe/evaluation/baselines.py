@@ -8,11 +8,10 @@ machine with nothing trained yet.
 """
 from __future__ import annotations
 
-from qe.registry import register_scorer
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 
-@register_scorer("length")
 class LengthScorer(Scorer):
     name = "length"
 

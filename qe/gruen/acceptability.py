@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from qe.gruen.hf import SpecialTokens, default_budget, model_id, pick_device, resolve_model, token_budget_batches, versions
-from qe.registry import register_export_kind
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 
 class AcceptabilityModel:
@@ -109,6 +109,5 @@ class AcceptabilityScorer(Scorer):
         return f"acceptability|{self.m.signature}|{versions()}"
 
 
-@register_export_kind("acceptability")
-def load_acceptability(export_dir: Path, manifest: dict, **options: Any) -> AcceptabilityScorer:
+def from_export(export_dir: Path, manifest: dict, **options: Any) -> AcceptabilityScorer:
     return AcceptabilityScorer(export_dir, **options)

@@ -46,8 +46,8 @@ import numpy as np
 from qe.gruen.focus import FocusConfig
 from qe.gruen.preprocess import preprocess
 from qe.gruen.redundancy import RedundancyConfig, all_pair_stats, features_from_stats
-from qe.registry import register_export_kind, register_scorer
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -357,13 +357,7 @@ class GruenScorer(Scorer):
         return self._score_components(outputs, progress=progress)["gruen"]
 
 
-@register_scorer("gruen")
-def make_gruen(**options: Any) -> GruenScorer:
-    return GruenScorer(**options)
-
-
-@register_export_kind("gruen")
-def load_gruen_export(export_dir: Path, manifest: dict, **options: Any) -> GruenScorer:
+def gruen_from_export(export_dir: Path, manifest: dict, **options: Any) -> GruenScorer:
     """A ``gruen`` export names its component models and holds tuned parameters (written by task=gruen_tune)."""
     cfg = dict(manifest.get("config", {}))
     kw = {**cfg.get("models", {}), **cfg.get("params", {}), "preset": cfg.get("preset", "paper"),
@@ -398,14 +392,12 @@ def _component_path(export_dir: Path, spec: str | None) -> str | None:
 import qe.gruen.acceptability  # noqa: E402,F401  (registers "acceptability")
 
 
-@register_export_kind("mlm")
-def load_mlm_export(export_dir: Path, manifest: dict, **options: Any):
+def mlm_from_export(export_dir: Path, manifest: dict, **options: Any):
     """An ``mlm`` export loads as a PLL scorer (mean masked log-probability per word piece)."""
     return _PLLScorerAdapter(export_dir, **options)
 
 
-@register_export_kind("sop")
-def load_sop_export(export_dir: Path, manifest: dict, **options: Any):
+def sop_from_export(export_dir: Path, manifest: dict, **options: Any):
     """A ``sop`` export loads as a coherence scorer (-SOP loss over the output's splits)."""
     return _SOPScorerAdapter(export_dir, **options)
 

@@ -26,8 +26,8 @@ import torch
 from qe.export import read_manifest, verify_checksum
 from qe.lm.model import LSTMLM
 from qe.lm.task import EXPORT_KIND, MODEL_FILE, UNIGRAM_FILE
-from qe.registry import register_export_kind
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 from qe.tokenization import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -147,6 +147,5 @@ class LMScorer(Scorer):
         return out
 
 
-@register_export_kind(EXPORT_KIND)
-def load_lm_scorer(export_dir: Path, manifest: dict, **options: Any) -> LMScorer:
+def from_export(export_dir: Path, manifest: dict, **options: Any) -> LMScorer:
     return LMScorer(export_dir, manifest=manifest, **options)

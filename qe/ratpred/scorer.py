@@ -22,8 +22,8 @@ from qe.ratpred.data import Vocab, collate
 from qe.ratpred.module import RatPredNet, round_clip
 from qe.ratpred.mr import delexicalise
 from qe.ratpred.task import EXPORT_KIND, MODEL_FILE, VOCAB_FILE
-from qe.registry import register_export_kind
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 
 class RatPredScorer(Scorer):
@@ -94,6 +94,5 @@ class RatPredScorer(Scorer):
         return preds.tolist()
 
 
-@register_export_kind(EXPORT_KIND)
-def load_export(path: Path, manifest: dict, **options) -> RatPredScorer:
+def from_export(path: Path, manifest: dict, **options) -> RatPredScorer:
     return RatPredScorer(path, manifest=manifest, **options)

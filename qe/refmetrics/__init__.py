@@ -8,7 +8,7 @@
 
 Metric definitions, multi-reference modes and the handling of empty inputs: :mod:`qe.refmetrics.base`,
 :mod:`qe.refmetrics.ngram`, :mod:`qe.refmetrics.rouge`, :mod:`qe.refmetrics.overlap`. Registered names and the
-papers' presets: :data:`qe.refmetrics.register.PRESETS`.
+papers' presets: :data:`qe.registry.SCORERS` (``qe.refmetrics.describe()`` prints them).
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ def corpus_bleu(outputs, refs, **options) -> float:
 
 
 def describe() -> str:
-    from qe.refmetrics.register import PRESETS
+    """Every registered reference-metric name (presets of the papers included) and what it is."""
+    from qe.registry import describe as _describe
 
-    return "\n".join(f"{name:16s} {doc}" for name, (_, _, doc) in sorted(PRESETS.items()))
+    return _describe(prefix="qe.refmetrics")
 
 
 __all__ = ["MODES", "RefScorer", "corpus_bleu", "describe", "tokenize"]

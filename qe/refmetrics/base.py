@@ -41,7 +41,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from qe.errors import MissingInputError
-from qe.scorers.base import Scorer
+from qe.core.scorer import Scorer
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.registry import register_scorer
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 
 def zstats(x) -> tuple[float, float]:
@@ -51,7 +51,6 @@ def _lm_scorer(lm: Any, lm_score: str, **opts):
     return qe.load(lm, score=lm_score, **opts)
 
 
-@register_scorer("rouge-lm")
 class RougeLM(Scorer):
     requires_refs = True
 
@@ -97,7 +96,7 @@ class RougeLM(Scorer):
 
     def fit_stats(self, outputs, refs, progress: bool = False) -> dict[str, list[float]]:
         """Normalisation statistics from a reference set; also fixes them for this scorer."""
-        from qe.scorers.base import check_texts, normalise_refs
+        from qe.core.scorer import check_texts, normalise_refs
 
         outputs = check_texts(outputs)
         r, s = self._raw(outputs, normalise_refs(refs, len(outputs)), None, progress)

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from qe.refmetrics.base import RefScorer, ngrams, pooled_max_counts, tokenize
-from qe.scorers.base import check_texts, normalise_refs
+from qe.core.scorer import check_texts, normalise_refs
 
 
 def _sacrebleu_version() -> str:

@@ -27,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from qe.export import export_checksum, export_writer, read_manifest, verify_checksum
-from qe.registry import register_export_kind
-from qe.scorers.base import Scorer
+
+from qe.core.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -235,8 +235,7 @@ class SVRScorer(Scorer):
         return comps
 
 
-@register_export_kind(EXPORT_KIND)
-def load_svr_scorer(export_dir: Path, manifest: dict, **options: Any) -> SVRScorer:
+def from_export(export_dir: Path, manifest: dict, **options: Any) -> SVRScorer:
     return SVRScorer(export_dir, manifest=manifest, **options)
 
 

@@ -15,45 +15,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from qe.core.inputs import check_texts, normalise_refs  # noqa: F401  (re-exported)
 from qe.errors import MissingInputError
-
-
-def check_texts(texts: Any, field: str = "outputs") -> list[str]:
-    """Return ``texts`` as a list of str, or raise naming the first offending item."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{field}: expected a sequence of strings, got a single {type(texts).__name__}; wrap it in a list")
-    try:
-        items = list(texts)
-    except TypeError:
-        raise TypeError(f"{field}: expected a sequence of strings, got {type(texts).__name__}") from None
-    for i, t in enumerate(items):
-        if not isinstance(t, str):
-            raise TypeError(f"{field}[{i}]: expected str, got {type(t).__name__} ({t!r:.60})")
-    return items
-
-
-def normalise_refs(refs: Any, n: int, field: str = "refs") -> list[list[str]]:
-    """Accept one reference (str) or several (sequence of str) per output; return list of lists."""
-    if refs is None:
-        raise MissingInputError(f"{field} are required by this scorer")
-    if isinstance(refs, (str, bytes)):
-        raise TypeError(f"{field}: expected one entry per output, got a single string")
-    refs = list(refs)
-    if len(refs) != n:
-        raise ValueError(f"{field}: got {len(refs)} entries for {n} outputs")
-    out: list[list[str]] = []
-    for i, r in enumerate(refs):
-        if isinstance(r, str):
-            out.append([r])
-        elif isinstance(r, Sequence):
-            rr = list(r)
-            for j, x in enumerate(rr):
-                if not isinstance(x, str):
-                    raise TypeError(f"{field}[{i}][{j}]: expected str, got {type(x).__name__}")
-            out.append(rr)
-        else:
-            raise TypeError(f"{field}[{i}]: expected str or list of str, got {type(r).__name__}")
-    return out
 
 
 class Scorer(abc.ABC):

@@ -37,7 +37,6 @@ Multiple references: ``multi_ref="mean"`` for DS-Focus / DS-Sent (authors' code)
 """
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from typing import Any
@@ -47,8 +46,7 @@ import numpy as np
 from qe.discourse import metrics as M
 from qe.discourse.engine import DiscourseEngine
 from qe.discourse.foci import ParsedText, entity_foci, sentence_foci
-from qe.registry import register_scorer
-from qe.scorers.base import Scorer
+from qe.core.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -396,23 +394,3 @@ class LexicalChainScorer(DiscourseScorer):
             out.append(aggregate(vals, self.multi_ref, True))
         self._warn("empty output(s) scored NaN", n_empty)
         return out
-
-
-# ------------------------------------------------------------------------------------------------------------
-# registry
-
-_P = functools.partial
-register_scorer("ds-focus-nn", "ds-focus")(_P(DSFocusScorer, focus="nn"))
-register_scorer("ds-focus-entity")(_P(DSFocusScorer, focus="entity"))
-register_scorer("ds-focus-f-nn", "ds-focus*-nn")(_P(DSFocusScorer, focus="nn", average="f"))
-register_scorer("ds-focus-f-entity", "ds-focus*-entity")(_P(DSFocusScorer, focus="entity", average="f"))
-register_scorer("ds-sent-u-nn", "ds-sent-nn", "ds-sent")(_P(DSSentScorer, focus="nn", weighted=False))
-register_scorer("ds-sent-u-entity", "ds-sent-entity")(_P(DSSentScorer, focus="entity", weighted=False))
-register_scorer("ds-sent-w-nn")(_P(DSSentScorer, focus="nn", weighted=True))
-register_scorer("ds-sent-w-entity")(_P(DSSentScorer, focus="entity", weighted=True))
-register_scorer("discoscore")(DiscoScoreScorer)
-register_scorer("rc")(_P(CohesionScorer, kind="rc"))
-register_scorer("lc")(_P(CohesionScorer, kind="lc"))
-register_scorer("entity-graph")(_P(GraphCoherenceScorer, lexical=False))
-register_scorer("lexical-graph")(_P(GraphCoherenceScorer, lexical=True))
-register_scorer("lexical-chain")(LexicalChainScorer)

@@ -1,3 +1,0 @@
-from qe.scorers.base import Scorer, check_texts, normalise_refs
-
-__all__ = ["Scorer", "check_texts", "normalise_refs"]
