@@ -1,9 +1,14 @@
 """Console script ``qe``.
 
-    qe score --model PATH_OR_NAME --input FILE [--output scores.jsonl] [--opt score=nce] [--batch-size N]
+    qe score --model PATH_OR_NAME --input FILE [--output scores.jsonl] [--resume] [--components]
+             [--opt score=nce] [--batch-size N] [--chunk-size N] [--device cpu] [--quiet] [--debug]
     qe evaluate <hydra overrides ...>          # same as python evaluate.py ...
     qe list                                    # registered scorers and export kinds
     qe data list | verify [NAME] | download NAME
+
+Exit codes: 0 success; 2 bad input (records, arguments, options, an output that would overwrite the input);
+3 a model or export that cannot be loaded; 1 anything else (a bug: rerun with ``--debug`` for the traceback).
+Errors are one line naming the file, line, record id and field where they apply; ``--debug`` adds the traceback.
 """
 from __future__ import annotations
 
@@ -11,16 +16,28 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
+
+EXIT_BAD_INPUT = 2
+EXIT_BAD_MODEL = 3
+
+
+class CLIError(Exception):
+    """An error the user can act on: printed as one line, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_BAD_INPUT):
+        super().__init__(message)
+        self.code = code
 
 
 def _parse_opts(items: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for it in items or []:
         if "=" not in it:
-            raise SystemExit(f"--opt expects KEY=VALUE, got {it!r}")
+            raise CLIError(f"--opt expects KEY=VALUE, got {it!r}")
         k, v = it.split("=", 1)
         try:
             out[k] = json.loads(v)
@@ -29,41 +46,158 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------- score
+def _same_file(a: Path, b: Path) -> bool:
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_output(inp: Path, out: Path) -> Path:
+    """Refuse an output that is the input; make sure its folder exists and is writable before any scoring."""
+    if _same_file(inp, out):
+        raise CLIError(f"--output {out} is the input file; scores go to a new file (the input is never overwritten)")
+    if out.is_dir():
+        raise CLIError(f"--output {out} is a directory; give a file name such as {out / 'scores.jsonl'}")
+    partial = _partial_path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise CLIError(f"--output {out}: cannot write there ({exc.strerror}: {exc.filename})") from None
+    return partial
+
+
+def _partial_path(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
+
+
+def _read_done(partial: Path, ids: set[str]) -> dict[str, dict]:
+    """Rows already scored (by record id) in a partial output; a torn last line (a crash mid-write) is ignored."""
+    done: dict[str, dict] = {}
+    if not partial.is_file():
+        return done
+    with open(partial, encoding="utf-8") as f:
+        for ln, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                logging.getLogger("qe").warning("%s:%d: unreadable line ignored (an interrupted write)", partial, ln)
+                continue
+            if isinstance(row, dict) and str(row.get("id")) in ids:
+                done[str(row["id"])] = row
+    return done
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def _rows(records, scores: list[float], components: dict[str, list[float]] | None) -> Iterable[dict]:
+    for i, r in enumerate(records):
+        row = r.to_dict()
+        row["score"] = _finite(scores[i])
+        if components is not None:
+            row["components"] = {k: _finite(v[i]) for k, v in components.items()}
+        yield row
+
+
+def _chunks(n: int, size: int) -> Iterable[range]:
+    size = max(1, int(size)) if size else n
+    for s in range(0, n, size):
+        yield range(s, min(n, s + size))
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import qe
+    from qe.core.inputs import scorer_inputs
     from qe.data import load_records
 
-    records = load_records(args.input)
+    inp = Path(args.input)
+    to_stdout = args.output in (None, "-")
+    out = None if to_stdout else Path(args.output)
+    if args.resume and to_stdout:
+        raise CLIError("--resume needs --output (the partial output to continue)")
+    partial = _check_output(inp, out) if out is not None else None
+    records = load_records(inp)
     opts = _parse_opts(args.opt)
     if args.device:
         opts["device"] = args.device
-    scorer = qe.load(args.model, **opts)
-    outputs = [r.output for r in records]
-    mrs = [r.mr or "" for r in records] if scorer.requires_mrs else None
-    if scorer.requires_mrs and any(r.mr is None for r in records):
-        bad = next(r for r in records if r.mr is None)
-        raise SystemExit(f"{args.input}: record {bad.id!r} has no 'mr', which {scorer.name} needs")
-    refs = None
-    if scorer.requires_refs:
-        bad = next((r for r in records if not r.refs), None)
-        if bad is not None:
-            raise SystemExit(f"{args.input}: record {bad.id!r} has no 'refs', which {scorer.name} needs")
-        refs = [r.refs for r in records]
-    scores = scorer.score(outputs, mrs=mrs, refs=refs, batch_size=args.batch_size, progress=not args.quiet)
-    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")
+    scorer = _load_scorer(args.model, opts)
+    kw_all = scorer_inputs(scorer, records, where=str(inp))
+
+    done: dict[str, dict] = {}
+    if partial is not None:
+        if args.resume:
+            done = _read_done(partial, {r.id for r in records})
+            if done:
+                print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}", file=sys.stderr)
+        else:
+            partial.write_text("", encoding="utf-8")
+    todo = [i for i, r in enumerate(records) if r.id not in done]
+    chunk = len(todo) if scorer.corpus_dependent else args.chunk_size
+    sink = sys.stdout if to_stdout else open(partial, "a", encoding="utf-8")
+    new_rows: dict[str, dict] = {}
     try:
-        for r, s in zip(records, scores):
-            out.write(json.dumps({"id": r.id, "score": None if math.isnan(s) else s, "output": r.output},
-                                 ensure_ascii=False) + "\n")
+        for part in _chunks(len(todo), chunk):
+            idx = [todo[j] for j in part]
+            recs = [records[i] for i in idx]
+            kw = {k: [v[i] for i in idx] for k, v in kw_all.items()}
+            outputs = [r.output for r in recs]
+            if args.components:
+                comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
+                main = comps.get(scorer.name) or next(iter(comps.values()))
+                rows = list(_rows(recs, main, comps))
+            else:
+                rows = list(_rows(recs, scorer.score(outputs, batch_size=args.batch_size, progress=not args.quiet,
+                                                     **kw), None))
+            for row in rows:
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+                new_rows[row["id"]] = row
+            sink.flush()
+            if sink is not sys.stdout:
+                os.fsync(sink.fileno())
     finally:
-        if out is not sys.stdout:
-            out.close()
-    valid = [s for s in scores if not math.isnan(s)]
+        if sink is not sys.stdout:
+            sink.close()
+    if out is not None:
+        _finalise(out, partial, records, {**done, **new_rows})
     if not args.quiet:
+        vals = [row["score"] for row in {**done, **new_rows}.values()]
+        valid = [v for v in vals if v is not None]
         mean = sum(valid) / len(valid) if valid else float("nan")
-        print(f"{scorer.signature}\n{len(scores)} outputs, {len(scores) - len(valid)} NaN, mean {mean:.4f}"
-              + (f"; scores written to {args.output}" if args.output not in (None, "-") else ""), file=sys.stderr)
+        print(f"{scorer.signature}\n{len(vals)} outputs, {len(vals) - len(valid)} undefined (NaN), mean {mean:.4f}"
+              + (f"; written to {out}" if out is not None else ""), file=sys.stderr)
     return 0
+
+
+def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
+    """Write every row in input order to a temporary file beside ``out``, then rename it into place."""
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(rows[r.id], ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, out)
+    partial.unlink(missing_ok=True)
+
+
+def _load_scorer(model: str, opts: dict[str, Any]):
+    import qe
+    from qe.errors import ExportError
+
+    try:
+        return qe.load(model, **opts)
+    except (ExportError, KeyError, FileNotFoundError) as exc:
+        msg = exc.args[0] if exc.args else str(exc)
+        raise CLIError(f"--model {model}: {msg}", EXIT_BAD_MODEL) from None
+    except TypeError as exc:
+        raise CLIError(f"--model {model}: bad options {opts}: {exc}") from None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -84,9 +218,40 @@ def cmd_data(args: argparse.Namespace) -> int:
         return recipes.cmd_verify(args.name)
     if args.action == "download":
         if not args.name:
-            raise SystemExit("qe data download NAME")
+            raise CLIError("qe data download NAME")
         return recipes.cmd_download(args.name)
-    raise SystemExit(f"unknown action {args.action}")
+    raise CLIError(f"unknown action {args.action}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="qe", description="Quality estimation for NLG output",
+                                epilog="exit codes: 0 ok, 2 bad input, 3 model/export cannot be loaded, 1 bug")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("score", help="score outputs with an export or a registered scorer")
+    s.add_argument("--model", "-m", required=True, help="export directory or registered scorer name")
+    s.add_argument("--input", "-i", required=True, help=".txt (one output per line), .jsonl or .csv records")
+    s.add_argument("--output", "-o", default=None,
+                   help="scores.jsonl: the input records plus 'score' (default: stdout). Written to OUTPUT.partial "
+                        "as scoring goes and moved into place at the end")
+    s.add_argument("--resume", action="store_true", help="continue OUTPUT.partial left by an interrupted run")
+    s.add_argument("--components", action="store_true", help="also write every component of composite scorers")
+    s.add_argument("--batch-size", type=int, default=None)
+    s.add_argument("--chunk-size", type=int, default=1000,
+                   help="records scored between two writes of the partial output (default 1000)")
+    s.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: GPU when available)")
+    s.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE (e.g. score=nce)")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    s.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    s.set_defaults(fn=cmd_score)
+    sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")
+    l_ = sub.add_parser("list", help="registered scorers and export kinds")
+    l_.set_defaults(fn=cmd_list)
+    d = sub.add_parser("data", help="public datasets: list, verify checksums, download")
+    d.add_argument("action", choices=["list", "verify", "download"])
+    d.add_argument("name", nargs="?")
+    d.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    d.set_defaults(fn=cmd_data)
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,27 +260,29 @@ def main(argv: list[str] | None = None) -> int:
         from qe.evaluation.cli import main as evaluate_main
 
         return evaluate_main(argv[1:])
-    p = argparse.ArgumentParser(prog="qe", description="Quality estimation for NLG output")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("score", help="score outputs with an export or a registered scorer")
-    s.add_argument("--model", "-m", required=True, help="export directory or registered scorer name")
-    s.add_argument("--input", "-i", required=True, help=".txt (one output per line), .jsonl or .csv records")
-    s.add_argument("--output", "-o", default=None, help="scores.jsonl (default: stdout)")
-    s.add_argument("--batch-size", type=int, default=None)
-    s.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: GPU when available)")
-    s.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE (e.g. score=nce)")
-    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
-    s.set_defaults(fn=cmd_score)
-    sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")
-    l_ = sub.add_parser("list", help="registered scorers and export kinds")
-    l_.set_defaults(fn=cmd_list)
-    d = sub.add_parser("data", help="public datasets: list, verify checksums, download")
-    d.add_argument("action", choices=["list", "verify", "download"])
-    d.add_argument("name", nargs="?")
-    d.set_defaults(fn=cmd_data)
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return int(args.fn(args) or 0)
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if not getattr(args, "quiet", False) else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    from qe.errors import QEError
+
+    try:
+        return int(args.fn(args) or 0)
+    except CLIError as exc:
+        if args.debug if hasattr(args, "debug") else False:
+            raise
+        print(f"qe {args.cmd}: error: {exc}", file=sys.stderr)
+        return exc.code
+    except (QEError, FileNotFoundError, ValueError, TypeError) as exc:
+        # bad records (RecordError names file:line, id and field), missing inputs, bad option values
+        if getattr(args, "debug", False):
+            raise
+        print(f"qe {args.cmd}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"qe {args.cmd}: interrupted; rerun with --resume to continue a partial output", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

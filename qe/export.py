@@ -86,6 +86,7 @@ def export_writer(
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
             f.write("\n")
+        apply_umask(tmp)
         if dest.exists():
             old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
             os.replace(dest, old)
@@ -96,6 +97,17 @@ def export_writer(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def apply_umask(root: Path) -> None:
+    """Give ``root`` and everything below it the permissions a plain ``mkdir`` / ``open`` would have under the
+    current umask (``tempfile.mkdtemp`` creates 0700: an export must not end up owner-only when the run
+    directory beside it is not)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(root, 0o777 & ~mask)
+    for p in root.rglob("*"):
+        os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
 
 
 def _json_default(o: Any) -> Any:

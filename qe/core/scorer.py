@@ -29,6 +29,9 @@ class Scorer(abc.ABC):
     requires_sources: bool = False
     #: True when a larger score means a better output
     higher_is_better: bool = True
+    #: True when an output's score depends on the other outputs scored with it (CIDEr-D's document frequencies,
+    #: NIST's information weights): the CLI then scores the whole input in one call instead of in chunks
+    corpus_dependent: bool = False
 
     def score(
         self,

@@ -14,11 +14,22 @@ from qe.data.record import Record, _check_unique, load_records, record_from_dict
 from qe.errors import RecordError
 from qe.paths import require, resolve_data_dir, resources_dir
 
-_CONVERTERS: dict[str, Callable[..., list[Record]]] = {}
+#: dataset name -> converter ``fn(data_dir=None, **options) -> list[Record]``, as "module:attr" (imported on use):
+#: one explicit table, no registration by import side effects
+_CONVERTERS: dict[str, str | Callable[..., list[Record]]] = {
+    "sample": "qe.data.datasets:sample",
+    "emnlp17": "qe.data.datasets:emnlp17",
+    "emnlp17_refs": "qe.data.references:emnlp17_refs",
+    "ner18": "qe.data.datasets:ner18",
+}
 
 
 def register_dataset(name: str):
+    """Decorator for a user's own converter (refuses a name that is taken)."""
+
     def deco(fn):
+        if name in _CONVERTERS and _CONVERTERS[name] is not fn:
+            raise ValueError(f"dataset {name!r} is already registered to {_CONVERTERS[name]!r}")
         _CONVERTERS[name] = fn
         return fn
 
@@ -32,14 +43,15 @@ def available_datasets() -> list[str]:
 def load_dataset(name_or_path: str | Path, data_dir: str | Path | None = None, **options) -> list[Record]:
     key = str(name_or_path)
     if key in _CONVERTERS:
-        return _CONVERTERS[key](data_dir=data_dir, **options)
+        from qe.registry import resolve_target
+
+        return resolve_target(_CONVERTERS[key])(data_dir=data_dir, **options)
     p = Path(key).expanduser()
     if p.exists():
         return load_records(p)
     raise KeyError(f"{key!r} is neither a known dataset ({', '.join(available_datasets())}) nor an existing file")
 
 
-@register_dataset("sample")
 def sample(data_dir=None) -> list[Record]:
     """The small rated sample written for this project (embedded; works offline)."""
     return load_records(resources_dir() / "sample_rated.jsonl")
@@ -53,7 +65,6 @@ EMNLP17_METRICS = ("TER", "Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "ROUGE_L", "NI
 EMNLP17_SYSTEMS = {"Dusek": "TGen", "LOLS": "LOLS", "WEN": "RNNLG"}  # system column -> system name in the paper
 
 
-@register_dataset("emnlp17")
 def emnlp17(data_dir=None, datasets: list[str] | None = None) -> list[Record]:
     """Novikova et al. 2017 median ratings (BAGEL / SFHOT / SFRES; 2,460 outputs of 3 systems).
 
@@ -93,7 +104,6 @@ NER18_FILE = "newsroom/ner18.jsonl"
 NER18_RATINGS = ("coherence", "fluency", "informativeness", "relevance")
 
 
-@register_dataset("ner18")
 def ner18(data_dir=None) -> list[Record]:
     """NeR18: Newsroom human evaluation (Grusky et al. 2018) as packaged by DiscoScore; 7 systems x 60 documents.
 
@@ -110,7 +120,3 @@ def ner18(data_dir=None) -> list[Record]:
                 f"ratings.{missing[0]}" if missing else "group"
             raise RecordError(f"{path} (id={r.id!r}): field {what!r} is missing or empty")
     return recs
-
-
-# ``emnlp17_refs`` (EMNLP17 + human references from sfx/ and bagel/) is registered by this import
-from qe.data import references as _references  # noqa: E402,F401  (imports this module; keep at the end)

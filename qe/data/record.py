@@ -179,11 +179,34 @@ def _read_txt(path: Path) -> list[Record]:
         return [Record(id=f"{path.stem}-{i}", output=line.rstrip("\n")) for i, line in enumerate(f, 1)]
 
 
+def _first_bad_utf8_line(path: Path) -> tuple[int, int, bytes]:
+    """(line number, byte column, the offending bytes) of the first line that is not valid UTF-8."""
+    with open(path, "rb") as f:
+        for ln, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return ln, exc.start + 1, raw[exc.start:exc.end]
+    return 0, 0, b""
+
+
 def load_records(path: str | Path) -> list[Record]:
-    """Read records from ``.jsonl`` / ``.json`` (a list) / ``.csv`` / ``.txt``; validate every field."""
+    """Read records from ``.jsonl`` / ``.json`` (a list) / ``.csv`` / ``.txt``; validate every field.
+
+    Files must be UTF-8: a file that is not raises :class:`RecordError` naming the first bad line and column.
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"{p}: no such file")
+    try:
+        return _load_records(p)
+    except UnicodeDecodeError:
+        ln, col, bad = _first_bad_utf8_line(p)
+        raise RecordError(f"{p}:{ln}: not valid UTF-8 (byte {bad!r} at column {col}); re-encode the file as UTF-8, "
+                          f"e.g. iconv -f latin1 -t utf-8") from None
+
+
+def _load_records(p: Path) -> list[Record]:
     suf = p.suffix.lower()
     if suf in (".jsonl", ".ndjson"):
         recs = _read_jsonl(p)

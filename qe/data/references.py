@@ -42,7 +42,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from qe.data.datasets import emnlp17, register_dataset
+from qe.data.datasets import emnlp17
 from qe.data.record import Record
 from qe.errors import RecordError
 from qe.paths import require, resolve_data_dir
@@ -330,7 +330,6 @@ def coverage_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-@register_dataset("emnlp17_refs")
 def emnlp17_refs(data_dir=None, datasets: list[str] | None = None, splits=REF_SPLITS,
                  mode: str = "first") -> list[Record]:
     """``emnlp17`` records with human references attached (see :func:`attach_references`).

@@ -1,0 +1,107 @@
+"""Start-up cost of the scoring side: `qe list`, and `qe score` of 3 sentences with a word-LM export.
+
+Issue 14's goal: `qe score` (3 sentences, word-LM export) within 2 s of `python -c "import torch"` on the same
+machine, `qe list` under 1.5 s. Every command runs in a fresh interpreter, ``--repeat`` times; the table gives the
+median wall time. ``--importtime`` adds the top cumulative imports of `qe score` (``python -X importtime``).
+
+    python benchmarks/startup.py                          # this checkout (trains a tiny word LM export first)
+    python benchmarks/startup.py --repo /tmp/qe-before    # another checkout, e.g. a git worktree of an older commit
+
+The export is built with that checkout's own `train.py` (embedded sample corpus, `model=lstm_lm_small`, one short
+epoch), so each checkout is measured with an export its code wrote.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SENTENCES = ["the golden fork is an italian restaurant .", "restaurant the fork golden .",
+             "the committee approved the new budget on tuesday ."]
+
+
+def timed(cmd: list[str], env: dict, cwd: Path, repeat: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
+    return statistics.median(times), times
+
+
+def build_export(repo: Path, work: Path, env: dict) -> Path:
+    dest = work / "lm_export"
+    cmd = [sys.executable, "train.py", "model=lstm_lm_small", "debug=fast", "logger=csv", "trainer=cpu",
+           f"hydra.run.dir={work}/run", f"export_dir={dest}", "demo_sentences=[]", "test=false"]
+    r = subprocess.run(cmd, env=env, cwd=repo, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"building the LM export failed:\n{r.stderr[-3000:]}")
+    return dest
+
+
+def importtime_top(cmd: list[str], env: dict, cwd: Path, n: int = 15) -> list[tuple[float, str]]:
+    r = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], env=env, cwd=cwd, capture_output=True, text=True)
+    rows = []
+    for line in r.stderr.splitlines():
+        # "import time: <self us> | <cumulative us> | <nesting spaces><module>"
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        parts = line.split("|", 2)
+        if len(parts) != 3:
+            continue
+        try:
+            cum = int(parts[1].strip())
+        except ValueError:
+            continue
+        name = parts[2][1:]  # one space follows the bar; more mean a nested import
+        if not name.startswith(" "):
+            rows.append((cum / 1e6, name.strip()))
+    return sorted(rows, reverse=True)[:n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--importtime", action="store_true")
+    a = ap.parse_args()
+    repo = Path(a.repo).resolve()
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    with tempfile.TemporaryDirectory() as td:
+        work = Path(td)
+        export = build_export(repo, work, env)
+        inp = work / "three.txt"
+        inp.write_text("\n".join(SENTENCES) + "\n")
+        py = sys.executable
+        cmds = {
+            'python -c "import torch"': [py, "-c", "import torch"],
+            "qe list": [py, "-m", "qe.cli", "list"],
+            "qe score (3 sentences, word LM)": [py, "-m", "qe.cli", "score", "--model", str(export), "--input",
+                                                str(inp), "--output", str(work / "s.jsonl"), "--quiet"],
+        }
+        rows = {}
+        for name, cmd in cmds.items():
+            rows[name] = timed(cmd, env, repo, a.repeat)
+        base = rows['python -c "import torch"'][0]
+        print(f"repo: {repo}  (median of {a.repeat} fresh interpreters, OMP_NUM_THREADS={env['OMP_NUM_THREADS']})\n")
+        print("| command | median s | minus `import torch` | runs (s) |")
+        print("|---|---:|---:|---|")
+        for name, (med, times) in rows.items():
+            print(f"| `{name}` | {med:.2f} | {med - base:+.2f} | {' '.join(f'{t:.2f}' for t in times)} |")
+        if a.importtime:
+            print("\ntop-level imports of `qe score` by cumulative time (python -X importtime):\n")
+            print("| module | cumulative s |")
+            print("|---|---:|")
+            for cum, name in importtime_top(cmds["qe score (3 sentences, word LM)"], env, repo):
+                print(f"| {name} | {cum:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

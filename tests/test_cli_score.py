@@ -1,0 +1,128 @@
+"""`qe score` on real workloads: nothing lost, one-line errors with distinct exit codes, resume by record id."""
+import json
+
+import pytest
+
+from qe.cli import EXIT_BAD_INPUT, EXIT_BAD_MODEL, main
+from qe.core.scorer import Scorer
+from qe.registry import SCORERS, register_scorer
+
+CALLS: list[list[str]] = []
+
+
+class CountingScorer(Scorer):
+    """Scores an output by its number of words and records every batch it was asked to score."""
+
+    name = "count-words"
+
+    def _score(self, outputs, **kw):
+        CALLS.append(list(outputs))
+        return [float(len(o.split())) for o in outputs]
+
+    def _score_components(self, outputs, **kw):
+        return {"count-words": self.score(outputs, progress=False), "chars": [float(len(o)) for o in outputs]}
+
+
+@pytest.fixture(autouse=True)
+def counting_scorer():
+    if "test-count-words" not in SCORERS:
+        register_scorer("test-count-words")(CountingScorer)
+    CALLS.clear()
+    yield
+
+
+def _records(path, n=5):
+    rows = [{"id": f"r{i}", "system": "S", "output": " ".join(["w"] * (i + 1)), "refs": [f"ref {i}"],
+             "ratings": {"quality": i}} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
+def test_output_keeps_input_fields_in_input_order(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    rows = _records(inp)
+    out = tmp_path / "deep" / "dir" / "scores.jsonl"  # missing folders are created before scoring
+    assert main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(out), "-q", "--chunk-size", "2"]) == 0
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [g["id"] for g in got] == [r["id"] for r in rows]
+    for g, r in zip(got, rows):
+        assert g["system"] == r["system"] and g["refs"] == r["refs"] and g["ratings"] == {"quality": float(r["ratings"]["quality"])}
+        assert g["score"] == len(r["output"].split())
+    assert not (out.parent / "scores.jsonl.partial").exists()
+    assert [len(c) for c in CALLS] == [2, 2, 1]  # scored in chunks, each written before the next
+
+
+def test_output_that_is_the_input_is_refused(tmp_path, capsys):
+    inp = tmp_path / "in.jsonl"
+    _records(inp)
+    before = inp.read_bytes()
+    assert main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(inp)]) == EXIT_BAD_INPUT
+    (tmp_path / "link.jsonl").symlink_to(inp)
+    assert main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(tmp_path / "link.jsonl")]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "is the input file" in err and "Traceback" not in err
+    assert inp.read_bytes() == before and not CALLS
+
+
+def test_unwritable_output_fails_before_scoring(tmp_path, capsys):
+    inp = tmp_path / "in.jsonl"
+    _records(inp)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code = main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(blocker / "scores.jsonl")])
+    assert code == EXIT_BAD_INPUT and not CALLS
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_resume_scores_only_what_is_missing(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    rows = _records(inp)
+    out = tmp_path / "scores.jsonl"
+    partial = tmp_path / "scores.jsonl.partial"
+    # an interrupted run: two rows written, the third torn mid-line
+    partial.write_text(json.dumps({"id": "r3", "score": 4.0, "output": "w w w w"}) + "\n"
+                       + json.dumps({"id": "r0", "score": 1.0, "output": "w"}) + "\n" + '{"id": "r1", "sco')
+    assert main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(out), "--resume", "-q"]) == 0
+    assert sorted(o for c in CALLS for o in c) == sorted(rows[i]["output"] for i in (1, 2, 4))
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [g["id"] for g in got] == [r["id"] for r in rows]
+    assert [g["score"] for g in got] == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_components(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    _records(inp, 2)
+    out = tmp_path / "s.jsonl"
+    assert main(["score", "-m", "test-count-words", "-i", str(inp), "-o", str(out), "--components", "-q"]) == 0
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert got[1]["components"] == {"count-words": 2.0, "chars": 3.0} and got[1]["score"] == 2.0
+
+
+def test_non_utf8_input_names_file_and_line(tmp_path, capsys):
+    inp = tmp_path / "latin1.txt"
+    inp.write_bytes("fine line\ncaf\xe9 au lait\n".encode("latin-1"))
+    assert main(["score", "-m", "length", "-i", str(inp)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{inp}:2: not valid UTF-8" in err and "Traceback" not in err
+
+
+def test_missing_refs_and_bad_records_are_one_line(tmp_path, capsys):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "output": "x", "refs": ["x"]}\n{"id": "b", "output": "y"}\n')
+    assert main(["score", "-m", "bleu-4", "-i", str(inp)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip()
+    assert "record 'b'" in err and "'refs'" in err and len(err.splitlines()) == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "output": "x"}\n{"id": "b", "output": "y", "ratings": {"q": "high"}}\n')
+    assert main(["score", "-m", "length", "-i", str(bad)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{bad}:2" in err and "'b'" in err and "Traceback" not in err
+
+
+def test_unknown_model_exit_code(tmp_path, capsys):
+    inp = tmp_path / "in.txt"
+    inp.write_text("x\n")
+    assert main(["score", "-m", str(tmp_path / "no_such_export"), "-i", str(inp)]) == EXIT_BAD_MODEL
+    assert "neither an export directory nor a registered scorer" in capsys.readouterr().err
+    with pytest.raises(Exception):
+        main(["score", "-m", str(tmp_path / "no_such_export"), "-i", str(inp), "--debug"])
