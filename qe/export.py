@@ -47,6 +47,13 @@ def export_checksum(export_dir: str | Path) -> str:
     return sha256_files(files)
 
 
+def file_checksums(export_dir: str | Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file of the export except the manifest."""
+    d = Path(export_dir)
+    return {p.relative_to(d).as_posix(): sha256_file(p)
+            for p in sorted(d.rglob("*")) if p.is_file() and p.name != MANIFEST}
+
+
 @contextlib.contextmanager
 def export_writer(
     dest: str | Path,
@@ -83,6 +90,7 @@ def export_writer(
             **manifest_extra,
         }
         manifest["checksum"] = export_checksum(tmp)
+        manifest["files"] = file_checksums(tmp)
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
             f.write("\n")
@@ -155,7 +163,22 @@ def read_manifest(
 
 
 def verify_checksum(export_dir: str | Path, manifest: dict[str, Any]) -> None:
+    """Raise :class:`ExportError` when the export's files differ from those the manifest lists, naming each
+    stray, missing or changed file (manifests older than the per-file list: the overall checksum only)."""
     want = manifest.get("checksum")
+    files = manifest.get("files")
+    if isinstance(files, dict):
+        got_files = file_checksums(export_dir)
+        stray = sorted(set(got_files) - set(files))
+        missing = sorted(set(files) - set(got_files))
+        changed = sorted(f for f in set(files) & set(got_files) if files[f] != got_files[f])
+        if stray or missing or changed:
+            parts = [f"{what}: {', '.join(names)}" for what, names in
+                     (("stray file(s) not written by the export", stray), ("missing", missing), ("changed", changed))
+                     if names]
+            raise ExportError(f"{export_dir}: files differ from the manifest ({'; '.join(parts)}); remove stray "
+                              f"files, or re-export")
+        return
     if want is None:
         return
     got = export_checksum(export_dir)

@@ -34,10 +34,25 @@ def minilm_path() -> Path:
     return path
 
 
+def looks_local(name: str) -> bool:
+    """True for a string a user means as a path (``./x``, ``../x``, ``~/x``, ``/x``, ``exports/x``, ``C:\\x``,
+    or anything with more than one ``/``): a Hub id is ``name`` or ``org/name``."""
+    s = str(name)
+    return (s.startswith((".", "~", "/", "\\")) or "\\" in s or (len(s) > 1 and s[1] == ":")
+            or s.count("/") > 1 or s.split("/", 1)[0] in ("exports", "outputs", "models"))
+
+
 def encoder_path(name: str) -> str:
-    """What to pass to ``from_pretrained``: the wheel's directory for the MiniLM aliases, else ``name``."""
+    """What to pass to ``from_pretrained``: the wheel's directory for the MiniLM aliases, an existing local
+    directory, or a Hub name. A local-looking path that does not exist raises here, naming the path, instead of
+    being sent to the model hub (where it would fail after a minute of retries with a message about the hub)."""
     if str(name).lower() in MINILM_ALIASES:
         return str(minilm_path())
+    p = Path(str(name)).expanduser()
+    if p.exists():
+        return str(p)
+    if looks_local(str(name)):
+        raise FileNotFoundError(f"{name}: no such directory (a local path; nothing is looked up on the model hub)")
     return str(name)
 
 

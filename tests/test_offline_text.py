@@ -12,7 +12,6 @@ def test_encoder_path_maps_minilm_aliases_to_the_wheel_and_passes_other_names_th
         p = Path(encoder_path(alias))
         assert (p / "config.json").is_file() and (p / "model.safetensors").is_file()
     assert encoder_path("bert-base-cased") == "bert-base-cased"
-    assert encoder_path("/some/local/dir") == "/some/local/dir"
 
 
 def test_load_spacy_falls_back_to_wheels_and_reports_what_it_tried():
@@ -34,3 +33,36 @@ def test_split_sentences_methods_and_edge_cases():
         split_sentences(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown sentence splitter"):
         split_sentences("a. b.", method="regex")
+
+
+def test_local_looking_path_is_never_sent_to_the_hub(tmp_path):
+    import pytest
+
+    from qe.offline import encoder_path
+
+    for name in ("exports/cola_typo", "./models/x", str(tmp_path / "missing"), "~/no/such/model"):
+        with pytest.raises(FileNotFoundError, match="nothing is looked up on the model hub"):
+            encoder_path(name)
+    assert encoder_path("bert-base-cased") == "bert-base-cased"  # a Hub id stays a Hub id
+    assert encoder_path(str(tmp_path)) == str(tmp_path)
+
+
+def test_export_names_stray_missing_and_changed_files(tmp_path):
+    import pytest
+
+    from qe.errors import ExportError
+    from qe.export import export_writer, read_manifest, verify_checksum
+
+    with export_writer(tmp_path / "e", kind="test") as d:
+        (d / "a.bin").write_bytes(b"a")
+        (d / "b.bin").write_bytes(b"b")
+    e = tmp_path / "e"
+    verify_checksum(e, read_manifest(e))
+    (e / "notes.txt").write_text("mine")
+    with pytest.raises(ExportError, match=r"stray file\(s\) not written by the export: notes.txt"):
+        verify_checksum(e, read_manifest(e))
+    (e / "notes.txt").unlink()
+    (e / "a.bin").write_bytes(b"A")
+    (e / "b.bin").unlink()
+    with pytest.raises(ExportError, match=r"missing: b.bin; changed: a.bin"):
+        verify_checksum(e, read_manifest(e))
