@@ -96,6 +96,73 @@ def model_options(node: DictConfig | dict) -> dict[str, Any]:
     return {k: v for k, v in (d or {}).items() if not (k.startswith("_") and k.endswith("_"))}
 
 
+# ---------------------------------------------------------------------------------------------------- resume
+class RNGState(pl.Callback):
+    """Saves every random state (Python, NumPy, torch CPU and CUDA) in each checkpoint and restores it when a
+    resumed run starts training again, so a killed-and-resumed run draws the same dropout masks, shuffles and
+    data-loader worker seeds as an uninterrupted one (Lightning restores weights, optimiser and loop counters,
+    but not random states). Reading the states consumes nothing, so an uninterrupted run is unchanged by this
+    callback. Scope: checkpoints written at the end of an epoch (the configured ModelCheckpoint's default).
+    """
+
+    # Restored at the first training batch of the resumed run: after the sanity check (which a resumed run repeats)
+    # and after the training data-loader iterator was created. In the uninterrupted run that iterator is created
+    # after the checkpoint was written, and creating it draws one seed from torch's generator (torch.utils.data's
+    # shared-seed draw, also with num_workers=0); the resumed run replays that draw after restoring.
+    # tests/test_resume.py checks the outcome: equal metrics and weights.
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        import random
+
+        import numpy as np
+        import torch
+
+        np_state = np.random.get_state()
+        state = {"python": random.getstate(),
+                 "numpy": (np_state[0], torch.from_numpy(np_state[1].copy()), *np_state[2:]),
+                 "torch": torch.get_rng_state()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._pending = dict(state_dict)
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any,
+                             batch_idx: int) -> None:
+        if not self._pending:
+            return
+        import random
+
+        import numpy as np
+        import torch
+
+        st, self._pending = self._pending, None
+        py = st["python"]
+        random.setstate((py[0], tuple(py[1]), py[2]))
+        name, keys, *rest = st["numpy"]
+        np.random.set_state((name, np.asarray(keys, dtype=np.uint32), *rest))
+        torch.set_rng_state(st["torch"])
+        if "cuda" in st and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(st["cuda"])
+        torch.empty((), dtype=torch.int64).random_()  # the training iterator's seed draw (see above)
+
+
+def readable_checkpoint(path: str | Path) -> bool:
+    """True when ``path`` is a complete checkpoint archive (every member's CRC checks; a file cut short by a
+    kill during writing is not)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            return z.testzip() is None
+    except (OSError, zipfile.BadZipFile, EOFError):
+        return False
+
+
 # ---------------------------------------------------------------------------------------------------- trainer
 def _instantiate_dict(section: DictConfig | None) -> list[Any]:
     out = []
@@ -147,6 +214,8 @@ def build_callbacks(cfg: DictConfig, run_dir: str | Path | None = None, has_logg
                 if run_dir is not None:
                     conf.dirpath = str(Path(run_dir) / "checkpoints")
             out.append(hydra.utils.instantiate(conf))
+    if checkpoints:
+        out.append(RNGState())
     return out + list(extra or [])
 
 
@@ -166,12 +235,27 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] | None = N
 
 
 def resolve_ckpt(ckpt: Any, run_dir: str | Path) -> str | None:
-    """``last`` -> ``run_dir/checkpoints/last.ckpt`` when it exists; a path must exist; null/none -> None."""
+    """``last`` -> ``run_dir/checkpoints/last.ckpt`` when it exists; a path must exist; null/none -> None.
+
+    An unreadable ``last.ckpt`` (cut short by a kill) falls back, with a warning, to the newest readable
+    checkpoint of the run; with none readable the run starts afresh (also with a warning).
+    """
     if ckpt in (None, "", "none", "null"):
         return None
     if ckpt == "last":
-        last = Path(run_dir) / "checkpoints" / "last.ckpt"
-        return str(last) if last.is_file() else None
+        ck_dir = Path(run_dir) / "checkpoints"
+        last = ck_dir / "last.ckpt"
+        if not last.is_file():
+            return None
+        if readable_checkpoint(last):
+            return str(last)
+        others = sorted((p for p in ck_dir.glob("*.ckpt") if p != last and readable_checkpoint(p)),
+                        key=lambda p: p.stat().st_mtime, reverse=True)
+        if others:
+            log.warning("%s is unreadable (cut short?); resuming from the newest readable checkpoint %s", last, others[0])
+            return str(others[0])
+        log.warning("%s is unreadable (cut short?) and no other checkpoint is readable; starting afresh", last)
+        return None
     if not Path(ckpt).is_file():
         raise FileNotFoundError(f"ckpt_path={ckpt}: no such checkpoint")
     return str(ckpt)
