@@ -2,6 +2,7 @@
 
     qe score --model PATH_OR_NAME --input FILE [--output scores.jsonl] [--resume] [--components]
              [--opt score=nce] [--batch-size N] [--chunk-size N] [--device cpu] [--quiet] [--debug]
+             [--devices N --num-nodes M --accelerator cpu|gpu]          # sharded over processes
     qe evaluate <hydra overrides ...>          # same as python evaluate.py ...
     qe list                                    # registered scorers and export kinds
     qe data list | verify [NAME] | download NAME
@@ -112,9 +113,40 @@ def _chunks(n: int, size: int) -> Iterable[range]:
         yield range(s, min(n, s + size))
 
 
+def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argparse.Namespace,
+                desc: str | None = None) -> dict[str, dict]:
+    """Score ``records[i] for i in todo`` chunk by chunk, writing (and fsyncing) each chunk's rows to ``sink``."""
+    rows_out: dict[str, dict] = {}
+    chunk = len(todo) if scorer.corpus_dependent else args.chunk_size
+    for part in _chunks(len(todo), chunk):
+        idx = [todo[j] for j in part]
+        recs = [records[i] for i in idx]
+        kw = {k: [v[i] for i in idx] for k, v in kw_all.items()}
+        outputs = [r.output for r in recs]
+        if args.components:
+            comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
+            main = comps.get(scorer.name) or next(iter(comps.values()))
+            rows = list(_rows(recs, main, comps))
+        else:
+            scores = scorer.score(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
+            rows = list(_rows(recs, scores, None))
+        for row in rows:
+            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            rows_out[row["id"]] = row
+        sink.flush()
+        if sink is not sys.stdout:
+            os.fsync(sink.fileno())
+        if desc:
+            logging.getLogger("qe").info("%s: %d/%d records written", desc, len(rows_out), len(todo))
+    return rows_out
+
+
+def _partials(partial: Path) -> list[Path]:
+    """The partial output and the per-rank partial outputs of a sharded run."""
+    return [partial, *sorted(partial.parent.glob(partial.name + ".rank*"))]
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    import qe
-    from qe.core.inputs import scorer_inputs
     from qe.data import load_records
 
     inp = Path(args.input)
@@ -122,57 +154,101 @@ def cmd_score(args: argparse.Namespace) -> int:
     out = None if to_stdout else Path(args.output)
     if args.resume and to_stdout:
         raise CLIError("--resume needs --output (the partial output to continue)")
+    if args.devices > 1 or args.num_nodes > 1:
+        if to_stdout:
+            raise CLIError("--devices/--num-nodes need --output (each process writes its share, merged at the end)")
     partial = _check_output(inp, out) if out is not None else None
     records = load_records(inp)
     opts = _parse_opts(args.opt)
     if args.device:
         opts["device"] = args.device
-    scorer = _load_scorer(args.model, opts)
-    kw_all = scorer_inputs(scorer, records, where=str(inp))
-
+    ids = {r.id for r in records}
     done: dict[str, dict] = {}
     if partial is not None:
         if args.resume:
-            done = _read_done(partial, {r.id for r in records})
+            for p in _partials(partial):
+                done.update(_read_done(p, ids))
             if done:
                 print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}", file=sys.stderr)
+            # rewrite the partial output with the readable rows only (a torn last line would swallow the next row)
+            tmp = partial.with_name(partial.name + ".tmp")
+            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()), encoding="utf-8")
+            for p in _partials(partial):
+                p.unlink(missing_ok=True)
+            os.replace(tmp, partial)
         else:
+            for p in _partials(partial):
+                p.unlink(missing_ok=True)
             partial.write_text("", encoding="utf-8")
     todo = [i for i, r in enumerate(records) if r.id not in done]
-    chunk = len(todo) if scorer.corpus_dependent else args.chunk_size
-    sink = sys.stdout if to_stdout else open(partial, "a", encoding="utf-8")
-    new_rows: dict[str, dict] = {}
-    try:
-        for part in _chunks(len(todo), chunk):
-            idx = [todo[j] for j in part]
-            recs = [records[i] for i in idx]
-            kw = {k: [v[i] for i in idx] for k, v in kw_all.items()}
-            outputs = [r.output for r in recs]
-            if args.components:
-                comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
-                main = comps.get(scorer.name) or next(iter(comps.values()))
-                rows = list(_rows(recs, main, comps))
-            else:
-                rows = list(_rows(recs, scorer.score(outputs, batch_size=args.batch_size, progress=not args.quiet,
-                                                     **kw), None))
-            for row in rows:
-                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-                new_rows[row["id"]] = row
-            sink.flush()
+
+    if args.devices > 1 or args.num_nodes > 1:
+        signature = _score_sharded(args, opts, todo, partial)
+    else:
+        scorer = _load_scorer(args.model, opts)
+        kw_all = _inputs(scorer, records, inp)
+        signature = scorer.signature
+        sink = sys.stdout if to_stdout else open(partial, "a", encoding="utf-8")
+        try:
+            _score_into(sink, scorer, records, todo, kw_all, args)
+        finally:
             if sink is not sys.stdout:
-                os.fsync(sink.fileno())
-    finally:
-        if sink is not sys.stdout:
-            sink.close()
+                sink.close()
     if out is not None:
-        _finalise(out, partial, records, {**done, **new_rows})
+        rows = dict(done)
+        for p in _partials(partial):
+            rows.update(_read_done(p, ids))
+        missing = [r.id for r in records if r.id not in rows]
+        if missing:  # a bug, or a rank that died: keep the partial files for --resume
+            raise CLIError(f"{len(missing)} records were not scored (first: {missing[0]!r}); rerun with --resume", 1)
+        _finalise(out, partial, records, rows)
     if not args.quiet:
-        vals = [row["score"] for row in {**done, **new_rows}.values()]
+        vals = []
+        if out is not None:
+            vals = [json.loads(x)["score"] for x in out.read_text(encoding="utf-8").splitlines()]
         valid = [v for v in vals if v is not None]
         mean = sum(valid) / len(valid) if valid else float("nan")
-        print(f"{scorer.signature}\n{len(vals)} outputs, {len(vals) - len(valid)} undefined (NaN), mean {mean:.4f}"
-              + (f"; written to {out}" if out is not None else ""), file=sys.stderr)
+        summary = f"{len(vals)} outputs, {len(vals) - len(valid)} undefined (NaN), mean {mean:.4f}; written to {out}" \
+            if out is not None else f"{len(records) - len(done)} outputs scored"
+        print(f"{signature}\n{summary}", file=sys.stderr)
     return 0
+
+
+def _inputs(scorer, records, inp: Path) -> dict:
+    from qe.core.inputs import scorer_inputs
+
+    return scorer_inputs(scorer, records, where=str(inp))
+
+
+def _score_sharded(args: argparse.Namespace, opts: dict, todo: list[int], partial: Path) -> str:
+    """Score over ``--devices`` processes (x ``--num-nodes``) with torch.distributed, through Lightning Fabric:
+    each rank scores a contiguous share of the records on its own device into ``OUTPUT.partial.rank<R>``;
+    the caller merges the shares in input order. One node: processes are spawned here (gloo on CPU, NCCL on
+    GPUs); several nodes: launch one ``qe score`` per node (SLURM's srun, torchrun), Fabric reads the cluster."""
+    from lightning.fabric import Fabric
+
+    strategy = "ddp_spawn" if args.num_nodes == 1 else "ddp"
+    fabric = Fabric(accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes, strategy=strategy)
+    return fabric.launch(_shard_worker, {k: v for k, v in vars(args).items() if k != "fn"}, opts, todo, str(partial))
+
+
+def _shard_worker(fabric, args: dict, opts: dict, todo: list[int], partial: str) -> str:
+    from qe.data import load_records
+
+    a = argparse.Namespace(**args)
+    records = load_records(a.input)  # each process reads the input itself (nothing large is sent to it)
+    rank, world = fabric.global_rank, fabric.world_size
+    share = todo[rank * len(todo) // world:(rank + 1) * len(todo) // world]
+    if fabric.device.type == "cuda":  # scorers' device "auto" then means this rank's GPU
+        import torch
+
+        torch.cuda.set_device(fabric.device)
+    scorer = _load_scorer(a.model, opts)
+    kw_all = _inputs(scorer, records, Path(a.input))
+    with open(f"{partial}.rank{rank}", "a", encoding="utf-8") as sink:
+        _score_into(sink, scorer, records, share, kw_all, a, desc=f"rank {rank}/{world}")
+    fabric.barrier()
+    return scorer.signature + f"|shards:{world}"
 
 
 def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
@@ -184,7 +260,8 @@ def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, out)
-    partial.unlink(missing_ok=True)
+    for p in _partials(partial):
+        p.unlink(missing_ok=True)
 
 
 def _load_scorer(model: str, opts: dict[str, Any]):
@@ -239,6 +316,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--chunk-size", type=int, default=1000,
                    help="records scored between two writes of the partial output (default 1000)")
     s.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: GPU when available)")
+    s.add_argument("--devices", type=int, default=1,
+                   help="processes (one per GPU with --accelerator gpu) sharing the input via torch.distributed")
+    s.add_argument("--num-nodes", type=int, default=1, help="machines, each running `qe score` with the same flags")
+    s.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu", "cuda"],
+                   help="device kind for --devices (Lightning's names)")
     s.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE (e.g. score=nce)")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
     s.add_argument("--debug", action="store_true", help="show the traceback of an error")

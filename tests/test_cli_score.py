@@ -126,3 +126,19 @@ def test_unknown_model_exit_code(tmp_path, capsys):
     assert "neither an export directory nor a registered scorer" in capsys.readouterr().err
     with pytest.raises(Exception):
         main(["score", "-m", str(tmp_path / "no_such_export"), "-i", str(inp), "--debug"])
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_give_the_scores_of_one(tmp_path):
+    inp = tmp_path / "in.jsonl"
+    rows = [{"id": f"r{i}", "output": f"the hotel {i} is near the park", "refs": ["the hotel is near the park", "a hotel"]}
+            for i in range(11)]
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    assert main(["score", "-m", "rouge-l", "-i", str(inp), "-o", str(one), "-q"]) == 0
+    assert main(["score", "-m", "rouge-l", "-i", str(inp), "-o", str(two), "-q", "--devices", "2",
+                 "--accelerator", "cpu", "--chunk-size", "3"]) == 0
+    a = [json.loads(x) for x in one.read_text().splitlines()]
+    b = [json.loads(x) for x in two.read_text().splitlines()]
+    assert a == b and [x["id"] for x in b] == [r["id"] for r in rows]
+    assert not list(tmp_path.glob("two.jsonl.partial*"))
