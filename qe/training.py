@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -151,6 +152,25 @@ class RNGState(pl.Callback):
         torch.empty((), dtype=torch.int64).random_()  # the training iterator's seed draw (see above)
 
 
+class SaveOnSigterm(pl.Callback):
+    """On SIGTERM (a scheduler's preemption, ``kill``), Lightning stops after the current batch; this writes
+    ``last.ckpt`` at that point so the rerun of the same command resumes there instead of at the last epoch end.
+    :func:`run_training` then exits with status 143 and says how to resume."""
+
+    def __init__(self, dirpath: str | Path):
+        self.dirpath = Path(dirpath)
+        self.saved: Path | None = None
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+        if isinstance(exception, SIGTERMException) and trainer.state.fn == "fit":
+            self.dirpath.mkdir(parents=True, exist_ok=True)
+            path = self.dirpath / "last.ckpt"
+            trainer.save_checkpoint(path)
+            self.saved = path
+
+
 def readable_checkpoint(path: str | Path) -> bool:
     """True when ``path`` is a complete checkpoint archive (every member's CRC checks; a file cut short by a
     kill during writing is not)."""
@@ -215,7 +235,8 @@ def build_callbacks(cfg: DictConfig, run_dir: str | Path | None = None, has_logg
                     conf.dirpath = str(Path(run_dir) / "checkpoints")
             out.append(hydra.utils.instantiate(conf))
     if checkpoints:
-        out.append(RNGState())
+        ck_dir = Path(run_dir if run_dir is not None else cfg.paths.output_dir) / "checkpoints"
+        out += [RNGState(), SaveOnSigterm(ck_dir)]
     return out + list(extra or [])
 
 
@@ -277,6 +298,8 @@ def fit(cfg: DictConfig, module: pl.LightningModule, datamodule: pl.LightningDat
     Returns the trainer and its callback metrics (floats). Runner tasks call this once per sub-run with
     their own ``run_dir`` so that every sub-run has its loggers, checkpoints and resume point.
     """
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
     run_dir = Path(run_dir or cfg.paths.output_dir)
     trainer = build_trainer(cfg, extra_callbacks, run_dir=run_dir, version=version, **trainer_overrides)
     ckpt = resolve_ckpt(ckpt_path, run_dir)
@@ -287,7 +310,15 @@ def fit(cfg: DictConfig, module: pl.LightningModule, datamodule: pl.LightningDat
         kw["datamodule"] = datamodule
     else:
         kw.update(train_dataloaders=train_dataloaders, val_dataloaders=val_dataloaders)
-    trainer.fit(module, **kw)
+    try:
+        trainer.fit(module, **kw)
+    except SIGTERMException:
+        saved = next((c.saved for c in trainer.callbacks if isinstance(c, SaveOnSigterm) and c.saved), None)
+        msg = f"SIGTERM: stopped after step {trainer.global_step}"
+        msg += f"; checkpoint written to {saved}; rerun the same command to resume" if saved else "; nothing saved"
+        log.warning(msg)
+        print(msg, file=sys.stderr, flush=True)
+        raise SystemExit(143) from None
     return trainer, {k: _num(v) for k, v in trainer.callback_metrics.items()}
 
 

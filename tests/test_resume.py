@@ -47,3 +47,33 @@ def test_truncated_last_checkpoint_falls_back_with_a_warning(tmp_path, caplog):
     for p in ck.glob("*.ckpt"):
         p.write_bytes(b"not a checkpoint")
     assert resolve_ckpt("last", tmp_path) is None
+
+
+@pytest.mark.slow
+def test_sigterm_saves_and_exits_promptly(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1", QE_ROOT_DIR=str(tmp_path))
+    args = ["data=lm_sample", "model=lstm_lm_small", "logger=none", "trainer=cpu", "trainer.max_epochs=1000",
+            "trainer.enable_progress_bar=false", "+trainer.limit_train_batches=20", "+trainer.limit_val_batches=2",
+            "demo_sentences=[]",
+            f"hydra.run.dir={tmp_path}/run", f"export_dir={tmp_path}/export"]
+    p = subprocess.Popen([sys.executable, str(REPO / "train.py"), *args], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ck = tmp_path / "run" / "checkpoints" / "last.ckpt"
+    t0 = time.time()
+    while not ck.exists() and time.time() - t0 < 300:  # wait until training is well under way (epoch 1 done)
+        time.sleep(0.5)
+    assert ck.exists(), "training never wrote a checkpoint"
+    first = ck.stat().st_mtime_ns
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    t1 = time.time()
+    out, _ = p.communicate(timeout=60)
+    assert time.time() - t1 < 15, "did not exit within 15 s of SIGTERM"
+    assert p.returncode == 143, out[-2000:]
+    assert "checkpoint written to" in out and ck.stat().st_mtime_ns > first and readable_checkpoint(ck)
