@@ -41,8 +41,8 @@ class _SynthTok:
 def bench_training(args) -> dict:
     import lightning.pytorch as pl
 
-    from qe.lm.datamodule import EncodedSentences, LMDataModule
-    from qe.lm.module import LanguageModelModule, TokenThroughput
+    from qe.lm.data import EncodedSentences, LMDataModule
+    from qe.lm.task import LanguageModelModule, TokenThroughput
 
     rng = np.random.default_rng(0)
     lens = synthetic_lengths(args.train_batches * args.batch_size + args.batch_size, 1)
@@ -50,7 +50,8 @@ def bench_training(args) -> dict:
     dm = LMDataModule(_SynthTok(args.vocab), [], [], batch_size=args.batch_size, num_workers=args.workers)
     dm.data = {"train": EncodedSentences(ids), "val": EncodedSentences(ids[: args.batch_size]),
                "test": EncodedSentences([])}
-    module = LanguageModelModule(args.vocab, 0, args.hidden, args.hidden, args.layers, 0.2, True, 1e-3)
+    module = LanguageModelModule(vocab_size=args.vocab, pad_id=0, embedding_dim=args.hidden, hidden_size=args.hidden,
+                                 num_layers=args.layers, dropout=0.2, tie_weights=True, lr=1e-3)
     if args.compile:
         module.model.lstm = module.model.lstm  # cuDNN LSTM already fused; compile the rest
         module.model = torch.compile(module.model)
@@ -74,8 +75,8 @@ def bench_training(args) -> dict:
 
 def bench_scoring(args) -> dict:
     import qe
+    from qe.lm import format as lm_format
     from qe.lm.model import LSTMLM
-    from qe.lm.task import save_lm_export
     from qe.tokenization import SPECIALS, WordTokenizer
 
     # a word tokenizer whose vocabulary is w0..wN: sentences of random "words" map to real ids
@@ -87,7 +88,7 @@ def bench_scoring(args) -> dict:
     lens = synthetic_lengths(args.score_sentences, 2)
     sents = [" ".join(f"w{i}" for i in rng.integers(0, args.vocab - 4, size=L)) for L in lens]
     with tempfile.TemporaryDirectory() as d:
-        export = save_lm_export(Path(d) / "lm", LSTMLM(**cfg), tok, np.full(args.vocab, -10.0), cfg)
+        export = lm_format.save(Path(d) / "lm", LSTMLM(**cfg), tok, np.full(args.vocab, -10.0), cfg)
         dev = "cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu"
         sc = qe.load(export, device=dev, precision=args.score_precision, max_tokens=args.max_tokens)
         sc.score(sents[: min(2000, len(sents))], progress=False)  # warm-up

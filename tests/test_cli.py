@@ -6,7 +6,7 @@ import pytest
 
 from qe.cli import main
 from qe.lm.model import LSTMLM
-from qe.lm.task import save_lm_export, unigram_logprobs
+from qe.lm.format import save as save_lm_export, unigram_logprobs
 from qe.tokenization import WordTokenizer
 
 

@@ -9,7 +9,8 @@ import torch
 import qe
 from qe.errors import ExportError
 from qe.lm.model import LSTMLM
-from qe.lm.task import save_lm_export, unigram_logprobs
+from qe.lm import format as lm_format
+from qe.lm.format import unigram_logprobs
 from qe.tokenization import SPECIALS, WordTokenizer
 
 
@@ -30,7 +31,7 @@ def _constant_lm(tmp_path, probs: dict[str, float]):
     ids = [np.array([4, 4, 5]), np.array([4])]
     logp, _ = unigram_logprobs(ids, 6, (0, 2, 3))
     cfg = dict(vocab_size=6, embedding_dim=4, hidden_size=4, num_layers=1, dropout=0.0, tie_weights=False, pad_id=0)
-    return save_lm_export(tmp_path / "lm", model, tok, logp, cfg)
+    return lm_format.save(tmp_path / "lm", model, tok, logp, cfg)
 
 
 def test_hand_computed_slor_nce_ppl(tmp_path):
@@ -71,7 +72,7 @@ def random_export(tmp_path, tiny_corpus):
     model = LSTMLM(**cfg)
     ids = [np.array(tok.encode(s)) for s in tiny_corpus]
     logp, _ = unigram_logprobs(ids, tok.vocab_size)
-    return save_lm_export(tmp_path / "rnd", model, tok, logp, cfg), model, tok
+    return lm_format.save(tmp_path / "rnd", model, tok, logp, cfg), model, tok
 
 
 def test_batched_equals_one_by_one_and_naive_loop(random_export):
@@ -149,5 +150,39 @@ def test_tampered_weights_are_detected(random_export):
     export, _, _ = random_export
     with open(export / "unigram.safetensors", "ab") as f:
         f.write(b"\0")
-    with pytest.raises(ExportError, match="files changed since export"):
+    with pytest.raises(ExportError, match=r"changed: unigram\.safetensors"):
+        qe.load(export)
+
+
+def test_scorer_imports_no_training_stack():
+    """Loading an LM export must not import Lightning, Hydra, omegaconf or the training code (issue 14)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, qe.lm.scorer, qe.lm.format, qe.tokenization; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('lightning', 'pytorch_lightning', 'hydra', 'omegaconf', 'torchmetrics', 'transformers', 'spacy') "
+            "or m in ('qe.training', 'qe.lm.task', 'qe.lm.data')); print(','.join(bad))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "", f"qe.lm.scorer imports: {r.stdout.strip()}"
+
+
+def test_manifest_model_arguments_read_from_either_place(random_export):
+    """Format version 1: the LSTMLM arguments in ``config.model`` (also with extra Hydra keys) or at the top level."""
+    export, _, _ = random_export
+    mf = export / "qe_export.json"
+    data = json.loads(mf.read_text())
+    want = qe.load(export, score="logprob").score(["the cat sat ."], progress=False)
+    kwargs = data["config"]["model"]
+    data["config"]["model"] = {"_target_": "qe.lm.task.LanguageModelModule", "_partial_": True, "lr": 0.003, **kwargs}
+    mf.write_text(json.dumps(data))
+    assert qe.load(export, score="logprob").score(["the cat sat ."], progress=False) == want
+    data["config"] = {"train": {}}
+    data["model"] = kwargs
+    mf.write_text(json.dumps(data))
+    assert qe.load(export, score="logprob").score(["the cat sat ."], progress=False) == want
+    del data["model"]
+    mf.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="no model vocab_size"):
         qe.load(export)

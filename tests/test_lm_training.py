@@ -31,7 +31,8 @@ def test_train_export_load_identical_scores(tmp_path, tokenizer):
     parts = build(cfg)
     trainer = build_trainer(cfg, parts.callbacks)
     trainer.fit(parts.module, datamodule=parts.datamodule)
-    export = parts.export(parts.module, parts.datamodule, tmp_path / "export", {}, cfg)
+    assert parts.export is None and parts.module.export_kind == "slor"  # the module writes its own export
+    export = parts.write_export(tmp_path / "export", {}, cfg)
     sents = ["the restaurant serves italian food .", "food the serves restaurant italian .", "a quiet hotel near the park"]
     scorer = qe.load(export, score="logprob")
     got = scorer.score(sents, progress=False)
@@ -46,6 +47,31 @@ def test_train_export_load_identical_scores(tmp_path, tokenizer):
     manifest = qe.export.read_manifest(export)
     assert manifest["kind"] == "slor" and manifest["data"]["train_sentences"] > 0
     assert manifest["config"]["tokenizer"]["type"] == tokenizer
+    # the manifest stores the plain LSTMLM arguments (not the _target_ config); the training config beside them
+    assert manifest["config"]["model"] == {"vocab_size": tok.vocab_size, "embedding_dim": 128, "hidden_size": 128,
+                                           "num_layers": 1, "dropout": 0.1, "tie_weights": True, "pad_id": tok.pad_id}
+    assert manifest["config"]["train"]["model"]["_target_"] == "qe.lm.task.LanguageModelModule"
+
+
+def test_model_config_builds_with_target_and_cli_overrides(tmp_path):
+    from qe.lm.task import LanguageModelModule, build
+    from qe.training import QEModule
+
+    cfg = _cfg(tmp_path, "model.hidden_size=24", "model.embedding_dim=12", "model.num_layers=2")
+    assert cfg.model._target_ == "qe.lm.task.LanguageModelModule" and cfg.model._partial_
+    module = build(cfg).module
+    assert isinstance(module, LanguageModelModule) and isinstance(module, QEModule)
+    # vocab_size / pad_id come from the task's tokenizer; the rest from the config and its overrides
+    assert module.hparams.hidden_size == 24 and module.hparams.embedding_dim == 12 and module.hparams.num_layers == 2
+    assert module.model.lstm.hidden_size == 24 and module.model.proj is not None  # tied through a projection
+    assert module.hparams.vocab_size == module.model.vocab_size > 4
+
+
+def test_bf16_mixed_on_cpu_trains_and_exports(tmp_path):
+    cfg = _cfg(tmp_path, "trainer.precision=bf16-mixed", "logger=none", "trainer.max_epochs=1", "demo_sentences=[]")
+    m = run_training(cfg)
+    assert math.isfinite(m["val/ppl"]) and Path(m["export_path"]).is_dir()
+    assert all(math.isfinite(x) for x in qe.load(m["export_path"]).score(["the hotel is near the park ."], progress=False))
 
 
 def test_run_training_tests_exports_and_resumes(tmp_path):

@@ -38,7 +38,14 @@ class LSTMLM(nn.Module):
 
     def hidden(self, inp: torch.Tensor, state=None):
         """(B, T) token ids -> (B, T, H') states fed to the decoder, and the LSTM state."""
-        out, state = self.lstm(self.drop(self.embedding(inp)), state)
+        x = self.drop(self.embedding(inp))
+        if x.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            # CPU autocast (trainer.precision=bf16-mixed on CPU): oneDNN has no reduced-precision LSTM primitive
+            # on most CPUs, so the recurrence runs in fp32; the output layer still runs under autocast
+            with torch.autocast("cpu", enabled=False):
+                out, state = self.lstm(x.float(), state)
+        else:
+            out, state = self.lstm(x, state)
         out = self.drop(out)
         if self.proj is not None:
             out = self.proj(out)

@@ -16,29 +16,19 @@ Long inputs are scored whole: the LSTM has no window, and the output layer runs 
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from qe.export import read_manifest, verify_checksum
-from qe.lm.model import LSTMLM
-from qe.lm.task import EXPORT_KIND, MODEL_FILE, UNIGRAM_FILE
-
+from qe.core.runtime import pick_device, run_length_batched
 from qe.core.scorer import Scorer
-from qe.tokenization import load_tokenizer
+from qe.lm import format as lm_format
 
 log = logging.getLogger(__name__)
 
 SCORES = ("slor", "nce", "ppl", "logprob")
-
-
-def pick_device(device: str | None = None) -> torch.device:
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 class LMScorer(Scorer):
@@ -49,21 +39,11 @@ class LMScorer(Scorer):
         if score not in SCORES:
             raise ValueError(f"score={score!r}: choose one of {SCORES}")
         self.export_dir = Path(export_dir)
-        self.manifest = manifest or read_manifest(self.export_dir, expected_kind=EXPORT_KIND)
-        if verify:
-            verify_checksum(self.export_dir, self.manifest)
         self.score_type = score
-        self.tokenizer = load_tokenizer(self.export_dir)
         self.device = pick_device(device)
-        mcfg = dict(self.manifest["config"]["model"])
-        if mcfg["vocab_size"] != self.tokenizer.vocab_size:
-            raise ValueError(f"{export_dir}: model vocabulary {mcfg['vocab_size']} != tokenizer {self.tokenizer.vocab_size}")
-        self.model = LSTMLM(**mcfg)
-        from safetensors.torch import load_file, load_model
-
-        load_model(self.model, str(self.export_dir / MODEL_FILE), device="cpu")
-        self.model.to(self.device).eval()
-        self.unigram = load_file(str(self.export_dir / UNIGRAM_FILE))["logprob"].double().numpy()
+        lm = lm_format.load(self.export_dir, manifest, verify=verify, device=self.device)
+        self.manifest, self.tokenizer, self.model, self.unigram = lm.manifest, lm.tokenizer, lm.model, lm.unigram
+        self.model_kwargs = lm.model_kwargs
         gpu = self.device.type == "cuda"
         #: tokens (padded) per forward pass
         self.max_tokens = int(max_tokens or (262_144 if gpu else 8_192))
@@ -81,52 +61,45 @@ class LMScorer(Scorer):
     def signature(self) -> str:
         from qe.version import __version__
 
-        return (f"{self.name}|lm:{self.tokenizer.type}-{self.manifest['config']['model']['num_layers']}x"
-                f"{self.manifest['config']['model']['hidden_size']}|V:{self.tokenizer.vocab_size}"
-                f"|export:{self._checksum}|prec:{self.precision}|qe:{__version__}|torch:{torch.__version__}")
+        mk = self.model_kwargs
+        return (f"{self.name}|lm:{self.tokenizer.type}-{mk.get('num_layers', '?')}x{mk.get('hidden_size', '?')}"
+                f"|V:{self.tokenizer.vocab_size}|export:{self._checksum}|prec:{self.precision}"
+                f"|qe:{__version__}|torch:{torch.__version__}")
 
     # ---- core computation -------------------------------------------------------------------------------
+    def _batch_logprobs(self, ids: list[list[int]], idx: list[int]) -> list[float]:
+        """ln p_M(S) for the outputs ``idx`` (one padded batch ``<s> t1..tn`` -> ``t1..tn </s>``)."""
+        tok = self.tokenizer
+        L = max(len(ids[j]) for j in idx) + 1
+        inp = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
+        tgt = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
+        for r, j in enumerate(idx):
+            t = torch.tensor(ids[j], dtype=torch.long)
+            inp[r, 0] = tok.bos_id
+            inp[r, 1 : len(t) + 1] = t
+            tgt[r, : len(t)] = t
+            tgt[r, len(t)] = tok.eos_id
+        chunk = max(1, min(L, self.logits_budget // (len(idx) * self.model.vocab_size)))
+        inp, tgt = inp.to(self.device, non_blocking=True), tgt.to(self.device, non_blocking=True)
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+        with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
+            lp = self.model.sequence_logprobs(inp, tgt, chunk=chunk)
+        return lp.cpu().tolist()
+
     def _raw(self, outputs: list[str], batch_size: int | None, progress: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ln p_M(S), ln p_u(S), |S|) for each output, in input order."""
-        from tqdm.auto import tqdm
-
-        tok = self.tokenizer
-        ids = tok.encode_batch(outputs)
+        ids = self.tokenizer.encode_batch(outputs)
         n = np.array([len(x) for x in ids], dtype=np.int64)
         uni = np.array([self.unigram[x].sum() if len(x) else 0.0 for x in ids], dtype=np.float64)
-        lpm = np.full(len(ids), np.nan)
-        order = np.argsort(-n, kind="stable")
-        order = order[n[order] > 0]
-        V = self.model.vocab_size
-        pbar = tqdm(total=len(order), desc=f"scoring {self.name}", unit="sent", disable=not progress, leave=False)
-        i = 0
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
-        while i < len(order):
-            L = int(n[order[i]]) + 1
-            bs = max(1, self.max_tokens // L)
-            if batch_size:
-                bs = min(bs, int(batch_size))
-            idx = order[i : i + bs]
-            inp = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
-            tgt = torch.full((len(idx), L), tok.pad_id, dtype=torch.long)
-            for r, j in enumerate(idx):
-                t = torch.tensor(ids[j], dtype=torch.long)
-                inp[r, 0] = tok.bos_id
-                inp[r, 1 : len(t) + 1] = t
-                tgt[r, : len(t)] = t
-                tgt[r, len(t)] = tok.eos_id
-            chunk = max(1, min(L, self.logits_budget // (len(idx) * V)))
-            inp, tgt = inp.to(self.device, non_blocking=True), tgt.to(self.device, non_blocking=True)
-            with torch.inference_mode(), torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None):
-                lp = self.model.sequence_logprobs(inp, tgt, chunk=chunk)
-            lpm[idx] = lp.cpu().numpy()
-            pbar.update(len(idx))
-            i += len(idx)
-        pbar.close()
+        # padded length of a row is n + 1 (<s> / </s>); empty outputs (n = 0) are skipped and stay NaN
+        lengths = [int(k) + 1 if k else 0 for k in n]
+        lpm = run_length_batched(lengths, lambda idx: self._batch_logprobs(ids, idx), max_tokens=self.max_tokens,
+                                 max_batch=int(batch_size) if batch_size else None, fill=float("nan"),
+                                 skip_empty=True, progress=progress, desc=f"scoring {self.name}", unit="sent")
         empty = int((n == 0).sum())
         if empty:
             log.warning("%s: %d empty or whitespace-only output(s) scored NaN", self.name, empty)
-        return lpm, uni, n
+        return np.asarray(lpm, dtype=np.float64), uni, n
 
     @staticmethod
     def _combine(lpm, uni, n) -> dict[str, np.ndarray]:

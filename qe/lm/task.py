@@ -1,52 +1,144 @@
-"""``task=lm``: build tokenizer, data and LSTM LM from the config; export kind ``slor``."""
+"""``task=lm``: the training side of the LM family (Lightning; scorers never import this module).
+
+* :class:`LanguageModelModule` — the LightningModule around :class:`~qe.lm.model.LSTMLM` (Adam, token-level
+  cross-entropy, perplexity); built from ``conf/model/lstm_lm*.yaml`` (``_target_`` + ``_partial_``: the task
+  supplies ``vocab_size`` and ``pad_id`` from the tokenizer); writes the ``slor`` export through :mod:`qe.lm.format`;
+* :func:`build` — tokenizer, data and module from the config (``task.builder``);
+* :class:`TokenThroughput` — training tokens/s; :func:`demo` — prints a few scores after the run.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import lightning.pytorch as pl
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
+from torchmetrics import SumMetric
 
+from qe.core.config import to_dict
 from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout
-from qe.export import export_writer
-from qe.lm.datamodule import LMDataModule
-from qe.lm.module import LanguageModelModule, TokenThroughput
+from qe.lm import format as lm_format
+from qe.lm.data import LMDataModule
+from qe.lm.format import EXPORT_KIND, save as save_lm_export, unigram_logprobs  # noqa: F401  (old names, re-exported)
+from qe.lm.model import LSTMLM
 from qe.tokenization import Tokenizer, load_tokenizer, train_tokenizer
-from qe.training import TaskParts, plain_config
+from qe.training import QEModule, TaskParts, instantiate_model, plain_config
 
 log = logging.getLogger(__name__)
 
-EXPORT_KIND = "slor"
-UNIGRAM_FILE = "unigram.safetensors"
-MODEL_FILE = "model.safetensors"
+
+class LanguageModelModule(QEModule):
+    """LSTM LM trained with token-level cross-entropy; validation/test perplexity per token (``</s>`` included)."""
+
+    export_kind = EXPORT_KIND
+
+    def __init__(
+        self,
+        vocab_size: int,
+        pad_id: int = 0,
+        embedding_dim: int = 512,
+        hidden_size: int = 512,
+        num_layers: int = 2,
+        dropout: float = 0.2,
+        tie_weights: bool = True,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+    ):
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = LSTMLM(**self.model_config())
+        self.val_nll, self.val_tokens = SumMetric(), SumMetric()
+        self.test_nll, self.test_tokens = SumMetric(), SumMetric()
+
+    def model_config(self) -> dict:
+        """The plain ``LSTMLM`` keyword arguments (what the export's manifest stores)."""
+        return {k: self.hparams[k] for k in lm_format.MODEL_ARGS}
+
+    def training_step(self, batch, batch_idx):
+        nll, n = self.model.loss(batch["inp"], batch["tgt"])
+        loss = nll / n.clamp(min=1)
+        self.log("train/loss", loss, prog_bar=True, batch_size=int(n))
+        return loss
+
+    def _eval_step(self, batch, nll_metric, tok_metric):
+        nll, n = self.model.loss(batch["inp"], batch["tgt"])
+        nll_metric.update(nll.detach().double())
+        tok_metric.update(n.double())
+
+    def validation_step(self, batch, batch_idx):
+        self._eval_step(batch, self.val_nll, self.val_tokens)
+
+    def on_validation_epoch_end(self):
+        loss = self.val_nll.compute() / self.val_tokens.compute().clamp(min=1)
+        self.log_dict({"val/loss": loss.float(), "val/ppl": torch.exp(loss).float()}, prog_bar=True, sync_dist=False)
+        self.val_nll.reset()
+        self.val_tokens.reset()
+
+    def test_step(self, batch, batch_idx):
+        self._eval_step(batch, self.test_nll, self.test_tokens)
+
+    def on_test_epoch_end(self):
+        loss = self.test_nll.compute() / self.test_tokens.compute().clamp(min=1)
+        self.log_dict({"test/loss": loss.float(), "test/ppl": torch.exp(loss).float(),
+                       "test/tokens": self.test_tokens.compute().float()})
+        self.test_nll.reset()
+        self.test_tokens.reset()
+
+    def configure_optimizers(self):
+        # plain Adam with L2 weight decay (Kann et al.), not the base class's AdamW
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+
+    def export(self, dest: str | Path, *, datamodule: LMDataModule | None = None, metrics: dict[str, Any] | None = None,
+               cfg: DictConfig | None = None) -> Path:
+        """Write the ``slor`` export: weights, tokenizer, and the unigram table counted on the training split."""
+        if datamodule is None:
+            raise ValueError("the LM export needs the datamodule (tokenizer and training corpus for the unigram table)")
+        datamodule.setup("fit")
+        tok = datamodule.tokenizer
+        logp, uni_info = unigram_logprobs(datamodule.data["train"].ids, tok.vocab_size,
+                                          (tok.pad_id, tok.bos_id, tok.eos_id))
+        keep = {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
+        extra = {"unigram": uni_info, "train": plain_config(cfg) if cfg is not None else {}}
+        return lm_format.save(dest, self.model, tok, logp, model_config=self.model_config(), extra_config=extra,
+                              data=datamodule.data_info(), metrics=keep)
 
 
-def unigram_logprobs(ids: list[np.ndarray], vocab_size: int, specials: tuple[int, ...] = (0, 2, 3)) -> tuple[np.ndarray, dict]:
-    """Add-one smoothed unigram log-probabilities over the training tokens (same units as the LM).
+class TokenThroughput(pl.Callback):
+    """Logs training tokens/s (target tokens, all ranks together) per epoch, excluding validation time."""
 
-    p(t) = (c(t) + 1) / (N + |V'|), where N counts training tokens (``<unk>`` included, boundary symbols not) and
-    V' is the vocabulary without pad/bos/eos. Boundary and pad symbols get -inf (they never occur inside S).
-    """
-    counts = np.bincount(np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64), minlength=vocab_size)
-    counts = counts.astype(np.float64)
-    mask = np.ones(vocab_size, dtype=bool)
-    mask[list(specials)] = False
-    counts[~mask] = 0.0
-    n, v = counts.sum(), mask.sum()
-    logp = np.full(vocab_size, -np.inf)
-    logp[mask] = np.log(counts[mask] + 1.0) - math.log(n + v)
-    return logp, {"tokens": int(n), "types_seen": int((counts > 0).sum()), "smoothing": "add-one"}
+    def __init__(self):
+        self._tokens = 0
+        self._time = 0.0
+        self._t0 = None
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._tokens, self._time = 0, 0.0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self._t0 = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if torch.cuda.is_available() and pl_module.device.type == "cuda":
+            torch.cuda.synchronize()
+        self._time += time.perf_counter() - (self._t0 or time.perf_counter())
+        self._tokens += int(batch["ntokens"])
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if self._time > 0:
+            tps = self._tokens * trainer.world_size / self._time
+            pl_module.log("train/tokens_per_sec", float(tps), sync_dist=False, rank_zero_only=True)
+            self.last_tokens_per_sec = tps
 
 
 def _cached_tokenizer(cfg: DictConfig, sentences: list[str]) -> Tokenizer:
     """Rank 0 trains the tokenizer before DDP workers start; workers (same Hydra run dir) load it."""
-    tok_cfg = OmegaConf.to_container(cfg.tokenizer, resolve=True)
+    tok_cfg = to_dict(cfg.tokenizer)
     key = corpus_fingerprint(sentences)[:16] + "-" + hashlib.sha256(json.dumps(tok_cfg, sort_keys=True).encode()).hexdigest()[:12]
     cache = Path(cfg.paths.output_dir) / "tokenizer" / key
     if (cache / "tokenizer.json").is_file():
@@ -63,64 +155,27 @@ def _cached_tokenizer(cfg: DictConfig, sentences: list[str]) -> Tokenizer:
     return tok
 
 
-def build(cfg: DictConfig) -> TaskParts:
-    d = cfg.data
-    train_all = load_corpus(OmegaConf.to_container(d.train, resolve=True), cfg.paths.data_dir)
-    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=int(cfg.seed))
-    val = load_corpus(OmegaConf.to_container(d.val, resolve=True), cfg.paths.data_dir) if d.get("val") else []
-    val = val + held
-    test = load_corpus(OmegaConf.to_container(d.test, resolve=True), cfg.paths.data_dir) if d.get("test") else []
-    if not train or not val:
-        raise ValueError(f"LM data: {len(train)} training and {len(val)} validation sentences; need both > 0")
-    tokenizer = _cached_tokenizer(cfg, train)
-    dm = LMDataModule(tokenizer, train, val, test, batch_size=int(d.batch_size),
-                      bucket_batches=int(d.get("bucket_batches", 50)), max_length=d.get("max_length"),
-                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
-    m = cfg.model
-    module = LanguageModelModule(
-        vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, embedding_dim=int(m.embedding_dim),
-        hidden_size=int(m.hidden_size), num_layers=int(m.num_layers), dropout=float(m.dropout),
-        tie_weights=bool(m.tie_weights), lr=float(m.lr), weight_decay=float(m.get("weight_decay", 0.0)),
-    )
-    data_info = {"name": "+".join(_source_name(s) for s in d.train), "sha256": corpus_fingerprint(train),
-                 "train_sentences": len(train), "val_sentences": len(val), "test_sentences": len(test)}
-    return TaskParts(module=module, datamodule=dm, export=lambda *a: export_lm(*a, data_info=data_info),
-                     callbacks=[TokenThroughput()], demo=demo)
-
-
 def _source_name(s) -> str:
     s = dict(s)
     return s.get("name", "?") + (f"-{s['split']}" if s.get("split") else "") + (f":{s['path']}" if s.get("path") else "")
 
 
-def export_lm(module: LanguageModelModule, dm: LMDataModule, dest: Path, metrics: dict, cfg: DictConfig,
-              data_info: dict | None = None) -> Path:
-    dm.setup("fit")
-    tok = dm.tokenizer
-    logp, uni_info = unigram_logprobs(dm.data["train"].ids, tok.vocab_size, (tok.pad_id, tok.bos_id, tok.eos_id))
-    info = dict(data_info or {})
-    info.update(dm.stats)
-    keep = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-    return save_lm_export(dest, module.model, tok, logp, model_config=module.model_config(),
-                          extra_config={"unigram": uni_info, "train": plain_config(cfg)}, data=info, metrics=keep)
-
-
-def save_lm_export(dest: str | Path, model: torch.nn.Module, tokenizer: Tokenizer, unigram_logp: np.ndarray,
-                   model_config: dict, extra_config: dict | None = None, data: dict | None = None,
-                   metrics: dict | None = None) -> Path:
-    """Write an export of kind ``slor``: weights, tokenizer and unigram log-probabilities (atomically)."""
-    from safetensors.torch import save_file, save_model
-
-    if len(unigram_logp) != tokenizer.vocab_size or model_config["vocab_size"] != tokenizer.vocab_size:
-        raise ValueError("model, tokenizer and unigram table must share one vocabulary")
-    model = model.float().cpu().eval()
-    config = {"model": dict(model_config), "tokenizer": tokenizer.settings(), **(extra_config or {})}
-    dest = Path(dest)
-    with export_writer(dest, kind=EXPORT_KIND, config=config, data=data, metrics=metrics) as tmp:
-        save_model(model, str(tmp / MODEL_FILE))
-        save_file({"logprob": torch.as_tensor(np.asarray(unigram_logp), dtype=torch.float32)}, str(tmp / UNIGRAM_FILE))
-        tokenizer.save(tmp)
-    return dest.resolve()
+def build(cfg: DictConfig) -> TaskParts:
+    d = cfg.data
+    train_all = load_corpus(to_dict(d.train), cfg.paths.data_dir)
+    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=int(cfg.seed))
+    val = load_corpus(to_dict(d.val), cfg.paths.data_dir) if d.get("val") else []
+    val = val + held
+    test = load_corpus(to_dict(d.test), cfg.paths.data_dir) if d.get("test") else []
+    if not train or not val:
+        raise ValueError(f"LM data: {len(train)} training and {len(val)} validation sentences; need both > 0")
+    tokenizer = _cached_tokenizer(cfg, train)
+    dm = LMDataModule(tokenizer, train, val, test, batch_size=int(d.batch_size),
+                      bucket_batches=int(d.get("bucket_batches", 50)), max_length=d.get("max_length"),
+                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed),
+                      name="+".join(_source_name(s) for s in d.train))
+    module = instantiate_model(cfg.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    return TaskParts(module=module, datamodule=dm, callbacks=[TokenThroughput()], demo=demo)
 
 
 def demo(export_path: Path, cfg: DictConfig) -> None:

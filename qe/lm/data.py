@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from qe.data.corpora import corpus_fingerprint
 from qe.tokenization import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -106,9 +107,10 @@ def collate(batch: list[np.ndarray], bos: int, eos: int, pad: int) -> dict[str, 
 class LMDataModule(pl.LightningDataModule):
     def __init__(self, tokenizer: Tokenizer, train: Sequence[str], val: Sequence[str], test: Sequence[str] = (),
                  batch_size: int = 64, bucket_batches: int = 50, max_length: int | None = 128, num_workers: int = 0,
-                 seed: int = 0, eval_batch_size: int | None = None):
+                 seed: int = 0, eval_batch_size: int | None = None, name: str = ""):
         super().__init__()
         self.tokenizer = tokenizer
+        self.name = name
         self.raw = {"train": list(train), "val": list(val), "test": list(test)}
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
@@ -121,6 +123,14 @@ class LMDataModule(pl.LightningDataModule):
 
     def has_test(self) -> bool:
         return bool(self.raw["test"])
+
+    def data_info(self) -> dict:
+        """What the export's manifest says about the data: source names, training-corpus checksum, sizes."""
+        info = {"name": self.name, "sha256": corpus_fingerprint(self.raw["train"]),
+                "train_sentences": len(self.raw["train"]), "val_sentences": len(self.raw["val"]),
+                "test_sentences": len(self.raw["test"])}
+        info.update(self.stats)
+        return info
 
     def setup(self, stage: str | None = None) -> None:
         if self.data:
