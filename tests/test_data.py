@@ -114,3 +114,38 @@ def test_tokenizer_round_trip(tmp_path, tiny_corpus):
     assert sp2.encode(s) == sp.encode(s)
     assert sp.decode(sp.encode("the cat sat on the mat .")) == "the cat sat on the mat ."
     assert sp.encode_batch(["a dog", "the cat"]) == [sp.encode("a dog"), sp.encode("the cat")]
+
+
+def test_e2e_converter_groups_references_by_mr(tmp_path):
+    from qe.data import load_dataset
+    from qe.data.corpora import load_corpus
+    from qe.data.e2e import e2e_references
+    from qe.errors import RecordError
+
+    d = tmp_path / "e2e" / "original"
+    d.mkdir(parents=True)
+    (d / "devset.csv").write_text(
+        'mr,ref\r\n"name[A], area[city centre]","A is central."\r\n"name[B], priceRange[£20-25]","B costs £20-25."\r\n'
+        '"name[A], area[city centre]","In the centre: A."\r\n', encoding="utf-8")
+    recs = load_dataset("e2e", data_dir=tmp_path, version="original", split="dev")
+    assert [r.id for r in recs] == ["e2e-original-dev-00001", "e2e-original-dev-00002", "e2e-original-dev-00003"]
+    assert recs[0].refs == ["A is central.", "In the centre: A."] == recs[2].refs
+    assert recs[1].mr == "name[B], priceRange[£20-25]" and recs[1].refs == ["B costs £20-25."]
+    assert recs[0].extra["mr_group"] == recs[2].extra["mr_group"] != recs[1].extra["mr_group"]
+    assert e2e_references("original", "dev", tmp_path) == {"name[A], area[city centre]": ["A is central.", "In the centre: A."],
+                                                            "name[B], priceRange[£20-25]": ["B costs £20-25."]}
+    assert load_corpus([{"name": "e2e", "version": "original", "split": "dev"}], tmp_path)[1] == "B costs £20-25."
+    (d / "devset.csv").write_text('mr,ref\n"name[A]",""\n', encoding="utf-8")
+    with pytest.raises(RecordError, match=r"devset.csv:2: field 'ref' is empty"):
+        load_dataset("e2e", data_dir=tmp_path, version="original", split="dev")
+
+
+@needs_data
+def test_e2e_counts_match_the_data_readme():
+    from qe.data import load_dataset
+
+    want = {("cleaned", "dev"): (4299, 1484), ("cleaned", "test"): (4693, 1847), ("original", "dev"): (4672, 547),
+            ("original", "test"): (4693, 630)}
+    for (v, sp), (rows, mrs) in want.items():
+        recs = load_dataset("e2e", version=v, split=sp)
+        assert (len(recs), len({r.mr for r in recs})) == (rows, mrs), (v, sp)

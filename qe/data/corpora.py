@@ -7,6 +7,8 @@ Sources (each a mapping, as in ``conf/data/*.yaml``):
 * ``{name: webtext}`` — NLTK webtext, one line per text line;
 * ``{name: wikitext2, split: valid|test|train}`` — WikiText-2 tokenised files (``<data_dir>/wikitext-2``);
   headings dropped, paragraphs split into sentences, ``@-@``-style separators undone, ``<unk>`` kept;
+* ``{name: e2e, version: cleaned|original, split: dev}`` — E2E human references (``qe.data.e2e``; train on dev,
+  never on test);
 * ``{name: txt, path: FILE_OR_DIR}`` — any .txt file or folder of .txt files, one sentence per line
   (``split_sentences: true`` splits lines with pysbd instead).
 
@@ -125,6 +127,10 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
     if name in ("wikitext2", "wikitext-2"):
         split = spec.get("split", "valid")
         return _wikitext(require(root / "wikitext-2" / f"{split}.txt", f"WikiText-2 {split} split"))
+    if name == "e2e":
+        from qe.data.e2e import e2e_texts
+
+        return e2e_texts(spec.get("version", "cleaned"), spec.get("split", "dev"), data_dir)
     if name == "txt":
         if not spec.get("path"):
             raise ValueError("corpus source 'txt' needs a path")
@@ -132,7 +138,7 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
         if not p.is_absolute() and not p.exists():
             p = root / p
         return _txt(require(p, "text corpus"), bool(spec.get("split_sentences", False)))
-    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2 or txt")
+    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2, e2e or txt")
 
 
 def load_corpus(specs: Iterable[dict[str, Any] | str], data_dir: str | Path | None = None) -> list[str]:

@@ -21,6 +21,7 @@ _CONVERTERS: dict[str, str | Callable[..., list[Record]]] = {
     "emnlp17": "qe.data.datasets:emnlp17",
     "emnlp17_refs": "qe.data.references:emnlp17_refs",
     "ner18": "qe.data.datasets:ner18",
+    "e2e": "qe.data.e2e:e2e",                  # options: version=cleaned|original, split=dev|test
 }
 
 
