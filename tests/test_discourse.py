@@ -198,16 +198,46 @@ def test_no_noun_and_empty_inputs_give_documented_values(engine, caplog):
     outs = ["Run quickly!", "", "The cat sat on the mat."]
     refs = ["The dog barked.", "The dog barked.", "A cat sat."]
     f = DSFocusScorer("nn", engine=engine).score(outs, refs=refs, progress=False)
-    assert f[0] == 0.0 and math.isnan(f[1]) and f[2] > 0  # no common focus -> eq. 2 empty sum = 0.0
+    assert f[0] == math.inf and math.isnan(f[1]) and 0 < f[2] < math.inf  # no common focus -> worst distance
     assert "without a common focus" in caplog.text
+    f_auth = DSFocusScorer("nn", no_common_foci="authors", engine=engine).score(outs, refs=refs, progress=False)
+    assert f_auth[0] == 0.0 and f_auth[2] == f[2]  # the authors' choice: eq. 2's empty sum
     f_nan = DSFocusScorer("nn", no_common_foci=math.nan, engine=engine).score(outs, refs=refs, progress=False)
     assert math.isnan(f_nan[0]) and f_nan[2] == f[2]
+    assert DSFocusScorer("nn", no_common_foci="nan", engine=engine).no_common_foci != 0.0
+    with pytest.raises(ValueError, match="no_common_foci"):
+        DSFocusScorer("nn", no_common_foci="zero-ish", engine=engine)
     s = DSSentScorer("nn", engine=engine).score(outs, refs=refs, progress=False)
     assert np.isfinite(s[0]) and math.isnan(s[1])
     rc = CohesionScorer("rc", engine=engine).score(outs, progress=False)
     assert rc[0] == 0.0 and math.isnan(rc[1])
     eg = GraphCoherenceScorer(engine=engine).score(outs, progress=False)
     assert eg[0] == 0.0 and math.isnan(eg[1])
+
+
+def test_ds_focus_unrelated_hypothesis_never_scores_better_than_a_related_one(engine):
+    """Issue 14 point 7: under the default, a hypothesis sharing no focus with the reference is never better
+    (DS-Focus is a distance: lower = better) than any hypothesis sharing one; the authors' 0.0 inverts that."""
+    from qe.discourse.scorer import DiscoScoreScorer, DSFocusScorer
+
+    ref = "The cat saw the dog. The cat ran."
+    related = ["The cat sat on the mat.", "A dog barked at the bird and the cat.", "The dog ran. The dog sat.",
+               "The cat and the dog and the cat and the dog sat on the mat. The cat ran. The dog barked."]
+    unrelated = ["A bird sang.", "The mat was happy. It is a very long text with many words.", "Run quickly!"]
+    outs = related + unrelated
+    for focus in ("nn",):  # entity foci group lemmas per pair, so "related" is a noun-level notion here
+        for average in ("precision", "f", "recall"):
+            s = DSFocusScorer(focus, average=average, engine=engine).score(outs, refs=[ref] * len(outs),
+                                                                          progress=False)
+            rel, unr = s[: len(related)], s[len(related):]
+            assert all(np.isfinite(rel)), (focus, average, rel)
+            assert min(unr) > max(rel), (focus, average, s)  # never better, and strictly worse
+    s = DiscoScoreScorer(engine=engine).score(outs, refs=[ref] * len(outs), progress=False)
+    assert min(s[len(related):]) > max(s[: len(related)])
+    # the authors' choice gives the unrelated texts the best possible distance, 0.0
+    a = DSFocusScorer("nn", no_common_foci="authors", engine=engine).score(outs, refs=[ref] * len(outs),
+                                                                          progress=False)
+    assert max(a[len(related):]) == 0.0 < min(a[: len(related)])
 
 
 def test_scores_in_input_order_and_multi_reference(engine):
@@ -269,7 +299,7 @@ def test_ner18_converter():
 
 
 def test_ds_sent_scorer_adjacency_and_section5_features(engine):
-    from qe.discourse.analysis import discourse_features, feature_discriminativeness
+    from qe.discourse.features import discourse_features, feature_discriminativeness
     from qe.discourse.scorer import DSSentScorer
 
     text = "The cat and the dog ran. The cat and the dog sat. A bird sang."
@@ -321,7 +351,7 @@ def test_batching_and_padding_do_not_change_embeddings(tiny_bert):
 
 def test_ner18_correlation_protocols_on_synthetic_records():
     from qe.data.record import Record
-    from qe.discourse.ner18 import summary_level, system_level
+    from experiments.discoscore import summary_level, system_level
 
     recs, scores = [], []
     for doc in range(3):

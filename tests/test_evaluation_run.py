@@ -245,10 +245,24 @@ def test_nan_scores_dropped_and_counted_and_components(tmp_path, tiny_corpus):
 
 
 def test_scorer_group_files_compose_into_specs(cfg_for, tmp_path):
-    from qe.evaluation.runner import _plain
+    from qe.core.config import to_dict
     from qe.evaluation.scoring import parse_scorer_specs
 
     cfg = cfg_for("scorer=[length,slor]", f"scorers.slor.model={tmp_path}/lm/export", "models=[length-free/x]")
-    specs = {s.label: s for s in parse_scorer_specs(_plain(cfg.scorers), _plain(cfg.models))}
+    specs = {s.label: s for s in parse_scorer_specs(to_dict(cfg.scorers), to_dict(cfg.models))}
     assert set(specs) == {"length", "slor", "x"}
     assert specs["slor"].model.endswith("lm/export") and specs["slor"].options == {"score": "slor"}
+
+
+def test_missing_field_names_scorer_label_dataset_and_record():
+    """The runner's input check is qe.core.inputs.scorer_inputs, wrapped in EvaluationConfigError."""
+    import qe
+    from qe.data.record import Record
+    from qe.evaluation.scoring import ScorerSpec, _inputs_for
+
+    recs = [Record(id="a", output="x", refs=["y"]), Record(id="b", output="z")]
+    spec = ScorerSpec(label="b4", model="bleu-4")
+    with pytest.raises(EvaluationConfigError, match=r"scorer 'b4' \(bleu-4\): dataset 'toy': record 'b' has no 'refs'"):
+        _inputs_for(qe.load("bleu-4"), spec, recs, "toy")
+    assert _inputs_for(qe.load("bleu-4"), spec, recs[:1], "toy") == {"refs": [["y"]]}
+    assert _inputs_for(qe.load("length"), spec, recs, "toy") == {}

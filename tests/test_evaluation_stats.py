@@ -324,3 +324,67 @@ def test_perm_both_with_groups_uses_the_averaged_protocol():
     grouped = S.perm_both(h, good, shifted, groups=groups, n_permutations=300, seed=2)
     assert flat.delta > 0.3 and flat.p_a_better < 0.01
     assert grouped.delta == pytest.approx(0, abs=1e-9) and grouped.p_a_better > 0.05
+
+
+# ---- p-values against independent computations (issue 14 point 6) ------------------------------------------
+def _exact_perm_both(h, m1, m2, corr):
+    """PERM-BOTH by brute force: every one of the 2^n patterns of swapping the two (z-scored) metrics' scores on
+    an item is equally likely under the null; p = share of patterns whose delta is at least the observed one."""
+    import itertools
+
+    z = lambda v: (v - v.mean()) / v.std()  # noqa: E731  (population sd, as mt-metrics-eval)
+    a, b = z(np.asarray(m1, float)), z(np.asarray(m2, float))
+    observed = corr(h, a) - corr(h, b)
+    ge = le = 0
+    for swap in itertools.product((False, True), repeat=len(h)):
+        s = np.array(swap)
+        d = corr(h, np.where(s, b, a)) - corr(h, np.where(s, a, b))
+        ge += d >= observed - 1e-12
+        le += d <= observed + 1e-12
+    n = 2 ** len(h)
+    return ge / n, le / n, observed
+
+
+@pytest.mark.parametrize("method,corr", [
+    ("pearson", lambda x, y: np.corrcoef(x, y)[0, 1]),
+    ("spearman", lambda x, y: scipy.stats.spearmanr(x, y).statistic),
+])
+def test_perm_both_p_value_matches_exact_enumeration_of_all_swaps(method, corr):
+    rng = np.random.default_rng(21)
+    n = 11
+    h = rng.normal(size=n)
+    m1 = h + rng.normal(size=n) * 0.9  # two metrics of similar quality: a p-value far from 0 and 1
+    m2 = h + rng.normal(size=n) * 1.1
+    exact_a, exact_b, observed = _exact_perm_both(h, m1, m2, corr)
+    assert 0.05 < exact_a < 0.95  # a case where the test has something to decide
+    n_perm = 20000
+    res = S.perm_both(h, m1, m2, method, n_permutations=n_perm, seed=3)
+    assert res.delta == pytest.approx(observed, abs=1e-12)
+    se = math.sqrt(exact_a * (1 - exact_a) / n_perm)  # Monte-Carlo error of the sampled permutations
+    assert abs(res.p_a_better - exact_a) < 5 * se
+    assert abs(res.p_b_better - exact_b) < 5 * se
+
+
+def test_bootstrap_p_values_match_independent_resampling_and_the_normal_approximation():
+    rng = np.random.default_rng(3)
+    v = rng.normal(0.15, 1.0, size=40)
+    B, seed = 4000, 5
+    res = S.bootstrap_averaged(list(v), n_resamples=B, seed=seed)
+    # the same resamples drawn by hand (scipy's semantics: one (B, n) draw of indices from default_rng(seed))
+    means = v[np.random.default_rng(seed).integers(0, v.size, (B, v.size))].mean(axis=1)
+    assert res.p == pytest.approx(min(1.0, 2 * min(np.mean(means <= 0), np.mean(means >= 0))))
+    one = S.bootstrap_averaged(list(v), n_resamples=B, seed=seed, tails=1)
+    assert one.p == pytest.approx(np.mean(means <= 0))
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    assert res.low == pytest.approx(lo, abs=1e-9) and res.high == pytest.approx(hi, abs=1e-9)
+    # analytic: the bootstrap distribution of a mean is about normal with sd = sd(v) / sqrt(n)
+    se = v.std() / math.sqrt(v.size)
+    assert res.p == pytest.approx(2 * scipy.stats.norm.sf(abs(v.mean()) / se), abs=0.05)
+    assert one.p == pytest.approx(scipy.stats.norm.sf(v.mean() / se), abs=0.03)
+    # correlations: resampled pairs, each replicate's Pearson r computed with numpy
+    x = rng.normal(size=30)
+    y = 0.3 * x + rng.normal(size=30)
+    rc = S.bootstrap_correlation(x, y, "pearson", n_resamples=2000, seed=9)
+    idx = np.random.default_rng(9).integers(0, x.size, (2000, x.size))
+    rs = np.array([np.corrcoef(x[i], y[i])[0, 1] for i in idx])
+    assert rc.p == pytest.approx(min(1.0, 2 * min(np.mean(rs <= 0), np.mean(rs >= 0))))

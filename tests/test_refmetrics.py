@@ -242,12 +242,29 @@ def test_bleu_other_tokenisers_and_rouge_beta():
     assert got == pytest.approx((1 + 1.44) * p * r / (r + 1.44 * p))
 
 
-def test_delexicalise_for_the_emnlp17_comparison():
-    from qe.refmetrics.emnlp17 import delexicalise
+def test_delexicalise_for_the_emnlp17_comparison_is_ratpreds():
+    """experiments/kann2018.py's variant C uses RatPred's delexicaliser (one delexicaliser in the project)."""
+    from experiments.kann2018 import delexicalise
+    from qe.ratpred.mr import delexicalise as ratpred
 
     mr = "inform(name='hotel metropolis',address='25 mason st',phone='4157754600',hasinternet='yes')"
-    got = delexicalise("Hotel Metropolis is located at 25 mason st, phone 4157754600. it has internet", mr)
-    assert got == "x-name is located at x-address, phone x-phone. it has internet"
+    text = "Hotel Metropolis is located at 25 mason st, phone 4157754600. it has internet"
+    got = delexicalise(text, mr)
+    assert got == "X-name is located at X-address , phone X-phone . it has internet"
+    assert got.split() == ratpred(mr, text).out_tokens
+    # the docs' example: name, address and phone become one token each -> 11 tokens without punctuation
+    hyp = delexicalise("hotel metropolis is located at 25 mason st, and their phone number is 4157754600.", mr)
+    assert len([t for t in hyp.split() if t not in {",", "."}]) == 11
+
+
+def test_refmetrics_describe_from_a_fresh_import():
+    """README: ``import qe; qe.refmetrics.describe()`` works (qe imports its families lazily)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", "import qe; print(qe.refmetrics.describe())"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "rouge-l-mult" in out and "bleu-4" in out and "ds-focus" not in out
 
 
 @needs_data

@@ -11,9 +11,11 @@ import torch
 import qe
 from qe.errors import ExportError
 from qe.lm.model import LSTMLM
-from qe.lm.task import save_lm_export, unigram_logprobs
-from qe.refmetrics.svr import (SVRScorer, fit_and_evaluate, kann_mse, kann_split,
-                               save_svr_export)
+from qe.lm.format import save as save_lm_export
+from qe.lm.format import unigram_logprobs
+from qe.refmetrics.format import save as save_svr_export
+from qe.refmetrics.svr import SVRScorer, kann_mse
+from qe.refmetrics.task import fit_and_evaluate, kann_split
 from qe.tokenization import WordTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,11 +118,12 @@ def test_svr_export_checks(tmp_path, lm_export):
         qe.load(dest, lm=str(tmp_path / "nowhere"))
     # tampering with the weights is detected
     (dest / "svr.safetensors").write_bytes((dest / "svr.safetensors").read_bytes()[:-8] + b"\0" * 8)
-    with pytest.raises(ExportError, match="checksum"):
+    with pytest.raises(ExportError, match=r"svr\.safetensors|checksum"):
         qe.load(dest)
 
 
-def test_task_svr_runner_end_to_end(tmp_path, lm_export):
+@pytest.mark.parametrize("logger", ["none", "csv"])
+def test_task_svr_runner_end_to_end(tmp_path, lm_export, logger):
     from hydra import compose, initialize_config_dir
 
     from qe.training import run_training
@@ -129,8 +132,19 @@ def test_task_svr_runner_end_to_end(tmp_path, lm_export):
         cfg = compose("train", overrides=[
             "task=svr", f"task.lm_export={lm_export}", "task.split.train=40", "task.split.dev=40",
             "task.progress=false", f"paths.output_dir={tmp_path}", f"paths.root_dir={tmp_path}",
-            f"export_dir={tmp_path}/svr", "logger=none"])
+            f"export_dir={tmp_path}/svr", f"logger={logger}"])
     metrics = run_training(cfg)
+    # the runner's metrics go through the configured loggers, as for every task (qe.training.log_metrics)
+    csvs = sorted(tmp_path.glob("csv/*/metrics.csv"))
+    if logger == "none":
+        assert not csvs
+    else:
+        assert len(csvs) == 1
+        import csv
+
+        rows = list(csv.DictReader(csvs[0].open()))
+        assert float(rows[-1]["test/pearson"]) == pytest.approx(metrics["test/pearson"])
+        assert float(rows[-1]["dev/mse"]) == pytest.approx(metrics["dev/mse"])
     assert metrics["train/n"] == 40 and metrics["dev/n"] == 40 and metrics["test/n"] > 0
     for k in ("test/pearson", "test/mse", "test/rouge-l-mult/pearson", "test/lm:slor/mse", "test/zsum/pearson"):
         assert np.isfinite(metrics[k]), k

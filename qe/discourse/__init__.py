@@ -6,6 +6,6 @@
 * :mod:`qe.discourse.metrics` - the equations (adjacency, DS-Focus, DS-Sent, RC/LC, graphs, chains,
   discourse features, discriminativeness D);
 * :mod:`qe.discourse.scorer` - registered scorers (``ds-focus-nn``, ``ds-sent-u-entity``, ``rc``, ...);
-* :mod:`qe.discourse.analysis` - Sec. 5 discourse features and D over a data set;
-* ``python -m qe.discourse.ner18`` - the NeR18 meta-evaluation (system- and summary-level Kendall).
+* :mod:`qe.discourse.features` - Sec. 5 discourse features and D over a data set;
+* ``python -m experiments.discoscore`` - the NeR18 meta-evaluation (system- and summary-level Kendall).
 """

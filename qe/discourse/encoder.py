@@ -31,15 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from qe.core.runtime import default_budget, pick_device, run_length_batched
 from qe.offline import encoder_path
 
 log = logging.getLogger(__name__)
-
-
-def pick_device(device: str | None = None) -> torch.device:
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 @dataclass
@@ -113,8 +108,7 @@ class ContextualEncoder:
         self.stride = int(stride or max(1, self.window // 2))
         if not 1 <= self.stride <= self.window:
             raise ValueError(f"stride={self.stride}: must be in 1..window ({self.window})")
-        gpu = self.device.type == "cuda"
-        self.max_tokens = int(max_tokens or (131_072 if gpu else 16_384))
+        self.max_tokens = int(max_tokens or default_budget(self.device, gpu=131_072, cpu=16_384))
         self.dim = int(self.model.config.hidden_size)
 
     @property
@@ -126,8 +120,6 @@ class ContextualEncoder:
 
     def encode(self, texts: list[str], progress: bool = False, batch_size: int | None = None) -> list[PieceEmbeddings]:
         """Piece embeddings per text; ``batch_size`` caps the windows per forward pass (on top of the token budget)."""
-        from tqdm.auto import tqdm
-
         enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
                              return_attention_mask=False, return_token_type_ids=False)
         ids_all, offs_all = enc["input_ids"], enc["offset_mapping"]
@@ -141,19 +133,12 @@ class ContextualEncoder:
             for w, s in enumerate(starts):
                 if len(ids):
                     jobs.append((t, w, s, ids[s : s + self.window]))
-        window_out: dict[tuple[int, int], np.ndarray] = {}
-        order = sorted(range(len(jobs)), key=lambda k: -len(jobs[k][3]))
-        pbar = tqdm(total=len(order), desc="encoding", unit="win", disable=not progress, leave=False)
-        i = 0
-        while i < len(order):
-            L = len(jobs[order[i]][3]) + 2
-            bs = max(1, self.max_tokens // L)
-            if batch_size:
-                bs = min(bs, int(batch_size))
-            batch = [jobs[k] for k in order[i : i + bs]]
-            feats = [self._prefix + list(b[3]) + self._suffix for b in batch]
+        pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        n_special = len(self._prefix) + len(self._suffix)
+
+        def run(batch_idx: list[int]) -> list[np.ndarray]:
+            feats = [self._prefix + list(jobs[k][3]) + self._suffix for k in batch_idx]
             width = max(len(f) for f in feats)
-            pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
             ids_t = torch.full((len(feats), width), pad_id, dtype=torch.long)
             mask = torch.zeros((len(feats), width), dtype=torch.long)
             for r, f in enumerate(feats):
@@ -164,11 +149,13 @@ class ContextualEncoder:
                 out = self.model(**inputs, output_hidden_states=self.layer is not None)
             hid = out.hidden_states[self.layer] if self.layer is not None else out.last_hidden_state
             hid = hid.float().cpu().numpy()
-            for r, (t, w, s, ids) in enumerate(batch):
-                window_out[(t, w)] = hid[r, self._lead : self._lead + len(ids)]
-            pbar.update(len(batch))
-            i += len(batch)
-        pbar.close()
+            return [hid[r, self._lead : self._lead + len(jobs[k][3])] for r, k in enumerate(batch_idx)]
+
+        # windows sorted longest first, packed under the token budget (special tokens counted), input order restored
+        outs = run_length_batched([len(j[3]) + n_special for j in jobs], run, max_tokens=self.max_tokens,
+                                  max_batch=int(batch_size) if batch_size else None, progress=progress,
+                                  desc="encoding", unit="win")
+        window_out: dict[tuple[int, int], np.ndarray] = {(j[0], j[1]): o for j, o in zip(jobs, outs)}
         result = []
         for t, ids in enumerate(ids_all):
             n = len(ids)

@@ -25,9 +25,11 @@ Defined values instead of crashes (each counted and logged as a warning when it 
 * empty / whitespace-only output: NaN for every scorer (nothing to score); an empty reference is skipped
   (the output's score aggregates the other references; NaN if none is left).
 * DS-Focus when hypothesis and reference share no focus (including a hypothesis or reference without nouns):
-  eq. (2) is an empty sum, so the score is ``no_common_foci`` = **0.0** by default (what eq. 2 and the
-  authors' code give; note that for a distance 0.0 is the *best* value). Pass ``no_common_foci=float("nan")``
-  to leave such pairs unscored instead.
+  eq. (2) is an empty sum. The value is ``no_common_foci`` (see :class:`DSFocusScorer`): by default
+  ``"worst"`` = **+inf**, the worst distance, so a text unrelated to the reference never scores better than a
+  related one; ``"authors"`` (= ``0.0``) is the paper's empty sum and the authors' code, which gives such a
+  pair the *best* distance (users of the authors' code report zeros on texts with no repeated foci);
+  ``"nan"`` leaves the pair unscored; any number is used as it is.
 * DS-Sent without nouns: A = 0 and eq. (3) is still defined (plain sentence-embedding statistics).
 * RC / LC of a text without nouns: **0.0** (no lexical cohesion device). Entity / Lexical Graph of a text with
   one sentence or no shared noun: 0.0 (no edge). Lexical Chain with no chain in the hypothesis: 0.0.
@@ -109,6 +111,15 @@ class DiscourseScorer(Scorer):
             lemmas |= set(other.nouns)
         return entity_foci(parsed, self.engine.groups(lemmas, threshold))
 
+    def _parse_and_embed(self, outputs, refs, progress, batch_size) -> tuple[dict, dict]:
+        """Parse every distinct output and reference once; embed the non-empty ones. Returns text -> parse and
+        text -> embeddings."""
+        texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))
+        parsed = dict(zip(texts, self.engine.parse(texts)))
+        nonempty = [t for t in texts if not parsed[t].empty]
+        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress, batch_size=batch_size)))
+        return parsed, emb
+
     def _warn(self, what: str, n: int) -> None:
         if n:
             log.warning("%s: %d %s", self.name, n, what)
@@ -121,16 +132,51 @@ def _check_focus(focus: str) -> str:
     return focus
 
 
+#: named values of ``no_common_foci``
+NO_COMMON_FOCI = {"worst": math.inf, "inf": math.inf, "authors": 0.0, "nan": math.nan}
+
+
+def no_common_value(value: float | str) -> float:
+    """``no_common_foci`` as a number: ``"worst"``/``"inf"`` -> +inf, ``"authors"`` -> 0.0, ``"nan"`` -> NaN."""
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in NO_COMMON_FOCI:
+            return NO_COMMON_FOCI[key]
+        try:
+            return float(key)
+        except ValueError:
+            raise ValueError(f"no_common_foci={value!r}: use {sorted(NO_COMMON_FOCI)} or a number") from None
+    return float(value)
+
+
 class DSFocusScorer(DiscourseScorer):
-    """DS-Focus / FocusDiff (eqs. 1-2): a distance between the common foci of hypothesis and reference."""
+    """DS-Focus / FocusDiff (eqs. 1-2): a distance between the common foci of hypothesis and reference.
+
+    ``no_common_foci`` — the value of a pair that shares no focus (eq. 2 is then an empty sum):
+
+    * ``"worst"`` (default) = ``+inf``: the worst distance. DS-Focus is unbounded above (a focus embedding is a
+      sum over its occurrences), so no finite value is worse than every distance a related pair can reach;
+      +inf is the only choice under which a hypothesis that shares no focus with the reference never scores
+      better than one that shares a focus. Rank statistics (Kendall, Spearman) put such outputs last; a mean
+      over them is +inf and Pearson is undefined, so for those statistics choose ``"nan"`` (leave the pair
+      out) explicitly.
+    * ``"authors"`` = ``0.0``: the empty sum of eq. 2 and the authors' released code — the *best* distance,
+      so an unrelated text outscores every related one (on NeR18, 119 of 420 summaries; the system the raters
+      rank last gets the best mean DS-Focus). ``experiments/discoscore.py`` uses it to reproduce the paper.
+    * ``"nan"``: the pair is unscored (the output's score aggregates its other references; NaN if none).
+    * any number: used as it is.
+
+    With several references, ``multi_ref="mean"`` averages the pairs (so one unrelated reference makes the
+    mean +inf under ``"worst"``); ``"best"`` takes the smallest distance.
+    """
 
     requires_refs = True
     higher_is_better = False
 
     def __init__(self, focus: str = "nn", threshold: float = 0.8, distance: str = "euclidean",
                  average: str = "precision", normalize: bool = True, multi_ref: str = "mean",
-                 no_common_foci: float = 0.0, entity_matching: str = "exact", engine: DiscourseEngine | None = None,
-                 **options: Any):
+                 no_common_foci: float | str = "worst", entity_matching: str = "exact",
+                 engine: DiscourseEngine | None = None, **options: Any):
         super().__init__(engine, **options)
         self.focus = _check_focus(focus)
         self.threshold = float(threshold)
@@ -143,7 +189,8 @@ class DSFocusScorer(DiscourseScorer):
         if entity_matching not in ("exact", "joint"):
             raise ValueError(f"entity_matching={entity_matching!r}: use 'exact' or 'joint'")
         self.distance, self.average, self.normalize = distance, average, bool(normalize)
-        self.multi_ref, self.no_common_foci, self.entity_matching = multi_ref, float(no_common_foci), entity_matching
+        self.multi_ref, self.entity_matching = multi_ref, entity_matching
+        self.no_common_foci = no_common_value(no_common_foci)
         star = "*" if average == "f" else ""
         self.name = f"DS-Focus{star} ({'NN' if self.focus == 'nn' else 'Entity'})"
 
@@ -154,10 +201,7 @@ class DSFocusScorer(DiscourseScorer):
                 f"|refs:{self.multi_ref}|nocommon:{self.no_common_foci}")
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw) -> list[float]:
-        texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))
-        parsed = dict(zip(texts, self.engine.parse(texts)))
-        nonempty = [t for t in texts if not parsed[t].empty]
-        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress, batch_size=batch_size)))
+        parsed, emb = self._parse_and_embed(outputs, refs, progress, batch_size)
         scores, n_empty, n_nocommon = [], 0, 0
         for out, rs in zip(outputs, refs):
             ph = parsed[out]
@@ -221,10 +265,7 @@ class DSSentScorer(DiscourseScorer):
         return M.sentence_adjacency(sentence_foci(parsed, foci), self.weighted)
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw) -> list[float]:
-        texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))
-        parsed = dict(zip(texts, self.engine.parse(texts)))
-        nonempty = [t for t in texts if not parsed[t].empty]
-        emb = dict(zip(nonempty, self.engine.embed(nonempty, progress=progress, batch_size=batch_size)))
+        parsed, emb = self._parse_and_embed(outputs, refs, progress, batch_size)
         scores, n_empty = [], 0
         for out, rs in zip(outputs, refs):
             ph = parsed[out]
@@ -259,7 +300,7 @@ class DiscoScoreScorer(DiscourseScorer):
 
     def __init__(self, focus_threshold: float = 0.8, sent_threshold: float = 0.8, sent_model: str | None = None,
                  engine: DiscourseEngine | None = None, sent_engine: DiscourseEngine | None = None,
-                 **options: Any):
+                 no_common_foci: float | str = "worst", **options: Any):
         eng_kw = {k: v for k, v in options.items() if k in ENGINE_OPTIONS}
         super().__init__(engine, **options)
         e = self.engine
@@ -267,15 +308,18 @@ class DiscoScoreScorer(DiscourseScorer):
             sent_engine = e if sent_model is None else DiscourseEngine(**{**eng_kw, "model": sent_model})
         self.sent_engine = s = sent_engine
         self.variants: list[DiscourseScorer] = [
-            DSFocusScorer("nn", engine=e), DSFocusScorer("entity", focus_threshold, engine=e),
-            DSFocusScorer("nn", average="f", engine=e), DSFocusScorer("entity", focus_threshold, average="f", engine=e),
+            DSFocusScorer("nn", engine=e, no_common_foci=no_common_foci),
+            DSFocusScorer("entity", focus_threshold, engine=e, no_common_foci=no_common_foci),
+            DSFocusScorer("nn", average="f", engine=e, no_common_foci=no_common_foci),
+            DSFocusScorer("entity", focus_threshold, average="f", engine=e, no_common_foci=no_common_foci),
             DSSentScorer("nn", False, engine=s), DSSentScorer("entity", False, sent_threshold, engine=s),
             DSSentScorer("nn", True, engine=s), DSSentScorer("entity", True, sent_threshold, engine=s),
         ]
 
     def _options(self) -> str:
         sent = f"|sent_enc:{self.sent_engine.model}" if self.sent_engine is not self.engine else ""
-        return f"focus_thr:{self.variants[1].threshold}|sent_thr:{self.variants[5].threshold}{sent}"
+        return (f"focus_thr:{self.variants[1].threshold}|sent_thr:{self.variants[5].threshold}{sent}"
+                f"|nocommon:{self.variants[0].no_common_foci}")
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw):
         return self.variants[0]._score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress)

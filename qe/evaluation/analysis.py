@@ -226,70 +226,105 @@ def _corr_row(**kw) -> dict:
 
 
 def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
-    from tqdm.auto import tqdm
-
-    rows: list[dict] = []
+    """Every level and protocol of the report, one named step each (the report's sections in this order)."""
     notes: list[str] = []
-    metrics = list(d.metrics)
-    aspects = list(d.ratings)
-    subsets = _subsets(d, st.per_system)
     scopes = _scopes(d)
     pooled_all = len(d.datasets) > 1
+    rows = instance_correlations(d, st, progress)
+    sys_rows, system_means_df, sys_acc = system_level(d, st, scopes, pooled_all, notes)
+    corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows), st)
+    errors = error_measures(d, st, scopes)
+    item_acc = item_accuracy(d, scopes)
+    williams = williams_tests(d, st, scopes, pooled_all)
+    perm = perm_both_tests(d, st, progress)
+    between = between_datasets(d, st)
+    # pairwise system differences (Reiter & Belz 2009, Table 9)
+    sp_rows, pred_rows = _system_pairs(d, st, notes)
+    return Results(st, corr, nan_counts(d), errors, system_means_df, sys_acc, item_acc, williams, perm, between,
+                   sp_rows, pred_rows, notes)
 
-    # ---- NaN accounting -----------------------------------------------------------------------------------
+
+def nan_counts(d: EvalData) -> pd.DataFrame:
+    """Per metric: NaN scores, and the (metric, rating) pairs dropped for each rating."""
     nan_rows = []
-    for m in metrics:
+    for m in d.metrics:
         row = {"metric": m, "source": d.info[m].source, "orientation": "higher" if d.info[m].higher_is_better else "lower",
                "n": d.n, "nan_scores": int(np.isnan(d.metrics[m]).sum())}
-        for a in aspects:
+        for a in d.ratings:
             row[f"pairs_dropped:{a}"] = int((np.isnan(d.metrics[m]) | np.isnan(d.ratings[a])).sum())
         nan_rows.append(row)
-    nan_counts = pd.DataFrame(nan_rows)
+    return pd.DataFrame(nan_rows)
 
-    # ---- instance level, flatten ----------------------------------------------------------------------------
-    total = len(metrics) * len(aspects)
-    bar = tqdm(total=total, desc="instance-level correlations", unit="metric×aspect", disable=not progress)
-    for m in metrics:
-        x_all = d.metrics[m]
-        sgn = d.sign(m)
-        for a in aspects:
-            h_all = d.ratings[a]
+
+def _flatten_rows(d: EvalData, st: Settings, m: str, a: str, subsets) -> list[dict]:
+    """Instance level, protocol ``none``: one correlation over all outputs of each subset (+ bootstrap CI)."""
+    rows = []
+    x_all, h_all, sgn = d.metrics[m], d.ratings[a], d.sign(m)
+    for sname, mask in subsets:
+        x, h = x_all[mask], h_all[mask]
+        dropped = int((np.isnan(x) | np.isnan(h)).sum())
+        for meth in st.methods:
+            c = S.correlation(x, h, meth, st.tails, sgn)
+            row = _corr_row(level="instance", protocol="none", subset=sname, units="outputs", rating=a,
+                            metric=m, method=meth, r=c.r, p=c.p, p_kind="analytic", n=c.n, n_dropped=dropped)
+            if st.bootstrap_n and meth in st.bootstrap_methods and not sname.startswith("system=") and c.n >= 3:
+                b = S.bootstrap_correlation(x, h, meth, st.bootstrap_n, st.ci,
+                                            _seed(st.seed, "inst", sname, a, m, meth), st.tails, sgn)
+                row.update(ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
+            rows.append(row)
+    return rows
+
+
+def _grouped_rows(d: EvalData, st: Settings, m: str, a: str, scopes, pooled_all: bool) -> list[dict]:
+    """Instance level, protocols ``sys`` / ``item``: correlations within groups, averaged (+ bootstrap p, CI)."""
+    rows = []
+    x_all, h_all, sgn = d.metrics[m], d.ratings[a], d.sign(m)
+    for proto in [p for p in st.protocols if p != "none"]:
+        if proto == "item" and d.item is None:
+            continue
+        for sname, mask in scopes:
+            # per system: a unit is a system within a dataset (dataset/system when datasets are pooled)
+            groups = (system_units(d, mask, pooled_all and sname == "all") if proto == "sys" else d.item)[mask]
+            x, h = x_all[mask], h_all[mask]
+            dropped = int((np.isnan(x) | np.isnan(h)).sum())
+            for meth in st.methods:
+                g = S.averaged_correlation(x, h, groups, meth, st.min_group_size)
+                row = _corr_row(level="instance", protocol=proto, subset=sname,
+                                units="systems" if proto == "sys" else "items", rating=a, metric=m,
+                                method=meth, r=g.r, n=g.n_groups, n_dropped=dropped,
+                                groups_skipped=g.n_groups_skipped, p_kind="bootstrap")
+                if st.bootstrap_n and g.n_groups >= MIN_BOOTSTRAP_GROUPS:
+                    b = S.bootstrap_averaged(list(g.per_group.values()), st.bootstrap_n, st.ci,
+                                             _seed(st.seed, proto, sname, a, m, meth), st.tails, sgn)
+                    row.update(p=b.p, ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
+                rows.append(row)
+    return rows
+
+
+def instance_correlations(d: EvalData, st: Settings, progress: bool = True) -> list[dict]:
+    """Instance-level correlation rows for every metric × rating: flatten (``none``), then ``sys`` / ``item``."""
+    from tqdm.auto import tqdm
+
+    subsets, scopes = _subsets(d, st.per_system), _scopes(d)
+    pooled_all = len(d.datasets) > 1
+    rows: list[dict] = []
+    bar = tqdm(total=len(d.metrics) * len(d.ratings), desc="instance-level correlations", unit="metric×aspect",
+               disable=not progress)
+    for m in d.metrics:
+        for a in d.ratings:
             if "none" in st.protocols:
-                for sname, mask in subsets:
-                    x, h = x_all[mask], h_all[mask]
-                    dropped = int((np.isnan(x) | np.isnan(h)).sum())
-                    for meth in st.methods:
-                        c = S.correlation(x, h, meth, st.tails, sgn)
-                        row = _corr_row(level="instance", protocol="none", subset=sname, units="outputs", rating=a,
-                                        metric=m, method=meth, r=c.r, p=c.p, p_kind="analytic", n=c.n, n_dropped=dropped)
-                        if st.bootstrap_n and meth in st.bootstrap_methods and not sname.startswith("system=") and c.n >= 3:
-                            b = S.bootstrap_correlation(x, h, meth, st.bootstrap_n, st.ci,
-                                                        _seed(st.seed, "inst", sname, a, m, meth), st.tails, sgn)
-                            row.update(ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
-                        rows.append(row)
-            for proto in [p for p in st.protocols if p != "none"]:
-                if proto == "item" and d.item is None:
-                    continue
-                for sname, mask in scopes:
-                    # per system: a unit is a system within a dataset (dataset/system when datasets are pooled)
-                    groups = (system_units(d, mask, pooled_all and sname == "all") if proto == "sys" else d.item)[mask]
-                    x, h = x_all[mask], h_all[mask]
-                    dropped = int((np.isnan(x) | np.isnan(h)).sum())
-                    for meth in st.methods:
-                        g = S.averaged_correlation(x, h, groups, meth, st.min_group_size)
-                        row = _corr_row(level="instance", protocol=proto, subset=sname,
-                                        units="systems" if proto == "sys" else "items", rating=a, metric=m,
-                                        method=meth, r=g.r, n=g.n_groups, n_dropped=dropped,
-                                        groups_skipped=g.n_groups_skipped, p_kind="bootstrap")
-                        if st.bootstrap_n and g.n_groups >= MIN_BOOTSTRAP_GROUPS:
-                            b = S.bootstrap_averaged(list(g.per_group.values()), st.bootstrap_n, st.ci,
-                                                     _seed(st.seed, proto, sname, a, m, meth), st.tails, sgn)
-                            row.update(p=b.p, ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
-                        rows.append(row)
+                rows += _flatten_rows(d, st, m, a, subsets)
+            rows += _grouped_rows(d, st, m, a, scopes, pooled_all)
             bar.update(1)
     bar.close()
+    return rows
 
-    # ---- system level -------------------------------------------------------------------------------------------
+
+def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool,
+                 notes: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
+    """System-level correlations of the per-system means (all systems, and without human systems), pairwise
+    system accuracy, and the table of system means. Returns (correlation rows, means, accuracy)."""
+    rows: list[dict] = []
     sm_frames = []
     sys_acc_rows = []
     human = set(d.human_systems)
@@ -309,9 +344,9 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
             if len(mm) < 3:
                 notes.append(f"System level, {sname} · {set_name}: only {len(mm)} units, so no correlation is defined; "
                              "pairwise accuracy only (`system_accuracy.csv`).")
-            for a in aspects:
+            for a in d.ratings:
                 H = mm[f"rating:{a}"].to_numpy(float)
-                for m in metrics:
+                for m in d.metrics:
                     X = mm[f"metric:{m}"].to_numpy(float)
                     sgn = d.sign(m)
                     for meth in st.methods if len(mm) >= 3 else ():
@@ -330,19 +365,25 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
                     sys_acc_rows.append({"subset": f"{sname} · {set_name}", "units": unit_desc, "rating": a, "metric": m,
                                          "accuracy": acc, "pairs": npairs, "n_units": int(len(mm))})
     system_means_df = pd.concat(sm_frames, ignore_index=True) if sm_frames else pd.DataFrame()
+    return rows, system_means_df, pd.DataFrame(sys_acc_rows)
 
-    corr = pd.DataFrame(rows)
-    # ---- corrections across metrics of one column ---------------------------------------------------------
+
+def adjust_across_metrics(corr: pd.DataFrame, st: Settings) -> pd.DataFrame:
+    """``p_adj``: p-values corrected across the metrics of one column (level, protocol, subset, rating, method);
+    ``significant``: ``p_adj < alpha``."""
     corr["p_adj"] = np.nan
     if len(corr):
         for _, idx in corr.groupby(["level", "protocol", "subset", "rating", "method"], sort=False).groups.items():
             corr.loc[idx, "p_adj"] = S.adjust_pvalues(corr.loc[idx, "p"].to_numpy(float), st.correction)
     corr["significant"] = corr["p_adj"] < st.alpha
+    return corr
 
-    # ---- error measures -----------------------------------------------------------------------------------------
+
+def error_measures(d: EvalData, st: Settings, scopes) -> pd.DataFrame:
+    """MSE of the best linear fit, and MAE / RMSE of each metric mapped onto the rating range (+ a constant)."""
     err_rows = []
     for sname, mask in scopes:
-        for a in aspects:
+        for a in d.ratings:
             h = d.ratings[a][mask]
             hv = h[~np.isnan(h)]
             lo, hi = d.rating_range or st.rating_range or ((float(hv.min()), float(hv.max())) if hv.size else (math.nan, math.nan))
@@ -351,69 +392,90 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
                 mae, rmse = S.mae_rmse(const, h)
                 err_rows.append({"subset": sname, "rating": a, "metric": "constant (mean rating)", "mse_fit": float(np.var(hv)),
                                  "mae": mae, "rmse": rmse, "n": int(hv.size), "range": f"[{lo:g}, {hi:g}]"})
-            for m in metrics:
+            for m in d.metrics:
                 x = d.metrics[m][mask]
                 pred = S.normalise_to_range(x, lo, hi, d.info[m].higher_is_better, st.round_to)
                 mae, rmse = S.mae_rmse(pred, h)
                 n = int((~(np.isnan(x) | np.isnan(h))).sum())
                 err_rows.append({"subset": sname, "rating": a, "metric": m, "mse_fit": S.mse_linear_fit(x, h),
                                  "mae": mae, "rmse": rmse, "n": n, "range": f"[{lo:g}, {hi:g}]"})
-    errors = pd.DataFrame(err_rows)
+    return pd.DataFrame(err_rows)
 
-    # ---- item-level pairwise accuracy (pairs of outputs for the same input) ----------------------------------
+
+def item_accuracy(d: EvalData, scopes) -> pd.DataFrame:
+    """Item-level pairwise accuracy: pairs of outputs for the same input that metric and humans order alike."""
     item_rows = []
     if d.item is not None:
         for sname, mask in scopes:
             pairs_ij = S.within_group_pairs(d.item[mask])
-            for a in aspects:
-                for m in metrics:
+            for a in d.ratings:
+                for m in d.metrics:
                     acc, npairs = S.grouped_pairwise_accuracy(d.ratings[a][mask], d.metrics[m][mask],
                                                               higher_is_better=d.info[m].higher_is_better, pairs=pairs_ij)
                     item_rows.append({"subset": sname, "rating": a, "metric": m, "accuracy": acc, "pairs": npairs})
-    item_acc = pd.DataFrame(item_rows)
+    return pd.DataFrame(item_rows)
 
-    # ---- metric vs metric: Williams (Pearson, dependent) and PERM-BOTH --------------------------------------
-    w_rows, p_rows = [], []
+
+def williams_tests(d: EvalData, st: Settings, scopes, pooled_all: bool) -> pd.DataFrame:
+    """Metric vs metric, Williams' test for dependent Pearson correlations: instance level per scope, and system
+    level over all units pooled."""
+    w_rows = []
+    metrics = list(d.metrics)
+    if not (st.williams and len(metrics) > 1):
+        return pd.DataFrame(w_rows)
     pairs = list(itertools.combinations(metrics, 2))
-    if st.williams and len(metrics) > 1:
-        for sname, mask in scopes:
-            for a in aspects:
-                h = d.ratings[a][mask]
-                for m1, m2 in pairs:
-                    t, r1, r2 = S.williams_compare(h, d.oriented(m1)[mask], d.oriented(m2)[mask], tails=1)
-                    n = int((~(np.isnan(h) | np.isnan(d.metrics[m1][mask]) | np.isnan(d.metrics[m2][mask]))).sum())
-                    w_rows.append({"level": "instance", "subset": sname, "rating": a, "metric_a": m1, "metric_b": m2,
-                                   "r_a": r1, "r_b": r2, "t": t.statistic, "p_a_better": t.p,
-                                   "p_b_better": (1 - t.p) if not math.isnan(t.p) else math.nan, "n": n})
-        # system level, all units pooled
-        means = system_means(d, np.ones(d.n, bool), system_units(d, np.ones(d.n, bool), pooled_all))
-        for a in aspects:
-            H = means[f"rating:{a}"].to_numpy(float)
+    for sname, mask in scopes:
+        for a in d.ratings:
+            h = d.ratings[a][mask]
             for m1, m2 in pairs:
-                X1 = means[f"metric:{m1}"].to_numpy(float) * d.sign(m1)
-                X2 = means[f"metric:{m2}"].to_numpy(float) * d.sign(m2)
-                t, r1, r2 = S.williams_compare(H, X1, X2, tails=1)
-                w_rows.append({"level": "system", "subset": "all · all systems", "rating": a, "metric_a": m1,
-                               "metric_b": m2, "r_a": r1, "r_b": r2, "t": t.statistic, "p_a_better": t.p,
-                               "p_b_better": (1 - t.p) if not math.isnan(t.p) else math.nan, "n": int(len(means))})
-    if st.permutation_n and len(metrics) > 1:
-        bar = tqdm(total=len(pairs) * len(aspects), desc="PERM-BOTH metric pairs", unit="pair", disable=not progress)
-        for a in aspects:
-            h = d.ratings[a]
-            for m1, m2 in pairs:
-                pr = S.perm_both(h, d.oriented(m1), d.oriented(m2), st.permutation_method,
-                                 n_permutations=st.permutation_n, seed=_seed(st.seed, "perm", a, m1, m2))
-                p_rows.append({"subset": "all", "rating": a, "metric_a": m1, "metric_b": m2, "method": st.permutation_method,
-                               "delta": pr.delta, "p_a_better": pr.p_a_better, "p_b_better": pr.p_b_better,
-                               "permutations": pr.permutations})
-                bar.update(1)
-        bar.close()
+                t, r1, r2 = S.williams_compare(h, d.oriented(m1)[mask], d.oriented(m2)[mask], tails=1)
+                n = int((~(np.isnan(h) | np.isnan(d.metrics[m1][mask]) | np.isnan(d.metrics[m2][mask]))).sum())
+                w_rows.append({"level": "instance", "subset": sname, "rating": a, "metric_a": m1, "metric_b": m2,
+                               "r_a": r1, "r_b": r2, "t": t.statistic, "p_a_better": t.p,
+                               "p_b_better": (1 - t.p) if not math.isnan(t.p) else math.nan, "n": n})
+    # system level, all units pooled
+    means = system_means(d, np.ones(d.n, bool), system_units(d, np.ones(d.n, bool), pooled_all))
+    for a in d.ratings:
+        H = means[f"rating:{a}"].to_numpy(float)
+        for m1, m2 in pairs:
+            X1 = means[f"metric:{m1}"].to_numpy(float) * d.sign(m1)
+            X2 = means[f"metric:{m2}"].to_numpy(float) * d.sign(m2)
+            t, r1, r2 = S.williams_compare(H, X1, X2, tails=1)
+            w_rows.append({"level": "system", "subset": "all · all systems", "rating": a, "metric_a": m1,
+                           "metric_b": m2, "r_a": r1, "r_b": r2, "t": t.statistic, "p_a_better": t.p,
+                           "p_b_better": (1 - t.p) if not math.isnan(t.p) else math.nan, "n": int(len(means))})
+    return pd.DataFrame(w_rows)
 
-    # ---- one metric across datasets (independent samples): Fisher z ------------------------------------------
+
+def perm_both_tests(d: EvalData, st: Settings, progress: bool = True) -> pd.DataFrame:
+    """Metric vs metric, PERM-BOTH (Deutsch et al. 2021) over all outputs, for every pair of metrics and rating."""
+    from tqdm.auto import tqdm
+
+    p_rows = []
+    metrics = list(d.metrics)
+    if not (st.permutation_n and len(metrics) > 1):
+        return pd.DataFrame(p_rows)
+    pairs = list(itertools.combinations(metrics, 2))
+    bar = tqdm(total=len(pairs) * len(d.ratings), desc="PERM-BOTH metric pairs", unit="pair", disable=not progress)
+    for a in d.ratings:
+        h = d.ratings[a]
+        for m1, m2 in pairs:
+            pr = S.perm_both(h, d.oriented(m1), d.oriented(m2), st.permutation_method,
+                             n_permutations=st.permutation_n, seed=_seed(st.seed, "perm", a, m1, m2))
+            p_rows.append({"subset": "all", "rating": a, "metric_a": m1, "metric_b": m2, "method": st.permutation_method,
+                           "delta": pr.delta, "p_a_better": pr.p_a_better, "p_b_better": pr.p_b_better,
+                           "permutations": pr.permutations})
+            bar.update(1)
+    bar.close()
+    return pd.DataFrame(p_rows)
+
+
+def between_datasets(d: EvalData, st: Settings) -> pd.DataFrame:
+    """One metric across datasets (independent samples): Fisher's z test of the Pearson correlations."""
     bd_rows = []
     if st.between_datasets and len(d.datasets) > 1:
-        for a in aspects:
-            for m in metrics:
+        for a in d.ratings:
+            for m in d.metrics:
                 rs = {}
                 for ds in d.datasets:
                     mask = d.dataset == ds
@@ -426,11 +488,7 @@ def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
     between = pd.DataFrame(bd_rows)
     if len(between):
         between["p_adj"] = S.adjust_pvalues(between["p"].to_numpy(float), st.correction)
-
-    # ---- pairwise system differences (Reiter & Belz 2009, Table 9) ------------------------------------------
-    sp_rows, pred_rows = _system_pairs(d, st, notes)
-    return Results(st, corr, nan_counts, errors, system_means_df, pd.DataFrame(sys_acc_rows), item_acc,
-                   pd.DataFrame(w_rows), pd.DataFrame(p_rows), between, sp_rows, pred_rows, notes)
+    return between
 
 
 def _system_pairs(d: EvalData, st: Settings, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

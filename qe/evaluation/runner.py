@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from qe.core.config import to_dict
 from qe.evaluation.analysis import Settings, analyse, build_eval_data
 from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
 
@@ -93,12 +94,6 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
             "signatures": {m: i.signature for m, i in info.items() if i.source == "scorer"}}
 
 
-def _plain(x: Any) -> Any:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
-
-
 def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     """Everything ``evaluate.py`` / ``qe evaluate`` do, from a composed config (conf/evaluate.yaml)."""
     from omegaconf import OmegaConf
@@ -112,17 +107,18 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     out_dir = Path(str(cfg.output_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     data_dir = cfg.paths.get("data_dir") if "paths" in cfg else None
-    options = _plain(ds.get("options")) or {}
+    options = to_dict(ds.get("options")) or {}
     options = {k: v for k, v in options.items() if v is not None}
     try:
         records = load_dataset(str(ds.name), data_dir=data_dir, **options)
     except KeyError as exc:
         raise EvaluationConfigError(f"dataset.name={ds.name!r}: {exc.args[0] if exc.args else exc}") from None
-    scorers = _plain(cfg.get("scorers")) or {}
-    models = _plain(cfg.get("models")) or []
-    cols = _plain(cfg.get("metric_columns", "all"))
-    stats = _plain(cfg.get("stats")) or {}
-    ratings = _plain(cfg.get("ratings")) or None
+    scorers = to_dict(cfg.get("scorers")) or {}
+    models = to_dict(cfg.get("models")) or []
+    cols = cfg.get("metric_columns", "all")
+    cols = None if cols is None else to_dict(cols)
+    stats = to_dict(cfg.get("stats")) or {}
+    ratings = to_dict(cfg.get("ratings")) or None
     try:
         resolved = OmegaConf.to_yaml(cfg, resolve=True)
     except Exception:  # ${hydra:...} interpolations only resolve inside a Hydra run (compose API)

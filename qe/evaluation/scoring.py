@@ -25,8 +25,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from qe.core.inputs import scorer_inputs
 from qe.data.record import Record
-from qe.errors import QEError
+from qe.errors import MissingInputError, QEError
 
 log = logging.getLogger(__name__)
 
@@ -121,26 +122,12 @@ def load_scorer(spec: ScorerSpec, device: str | None = None):
 
 
 def _inputs_for(scorer, spec: ScorerSpec, records: Sequence[Record], dataset_name: str) -> dict[str, Any]:
-    kw: dict[str, Any] = {}
-    if getattr(scorer, "requires_mrs", False):
-        bad = next((r for r in records if not r.mr), None)
-        if bad is not None:
-            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs an MR, but record {bad.id!r} of "
-                                        f"dataset {dataset_name!r} has no 'mr'")
-        kw["mrs"] = [r.mr for r in records]
-    if getattr(scorer, "requires_refs", False):
-        bad = next((r for r in records if not r.refs), None)
-        if bad is not None:
-            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs references, but record {bad.id!r} "
-                                        f"of dataset {dataset_name!r} has no 'refs'")
-        kw["refs"] = [r.refs for r in records]
-    if getattr(scorer, "requires_sources", False):
-        bad = next((r for r in records if not r.source), None)
-        if bad is not None:
-            raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}) needs source documents, but record "
-                                        f"{bad.id!r} of dataset {dataset_name!r} has no 'source'")
-        kw["sources"] = [r.source for r in records]
-    return kw
+    """The ``mrs`` / ``refs`` / ``sources`` the scorer needs (:func:`qe.core.inputs.scorer_inputs`); a record that
+    lacks one is a configuration error naming the scorer's label, the dataset and the record."""
+    try:
+        return scorer_inputs(scorer, records, where=f"dataset {dataset_name!r}")
+    except MissingInputError as exc:
+        raise EvaluationConfigError(f"scorer {spec.label!r} ({spec.model}): {exc}") from None
 
 
 def _orientation(spec: ScorerSpec, scorer, component: str | None) -> bool:

@@ -1,6 +1,6 @@
 """Meta-evaluate DiscoScore and the discourse baselines on NeR18 (Zhao, Strube & Eger 2023, Table 7 / Table 5).
 
-    PYTHONPATH=. python -m qe.discourse.ner18 [--model minilm] [--no-lowercase] [--out outputs/discoscore]
+    python -m experiments.discoscore [--model minilm] [--no-lowercase] [--out outputs/discoscore]
 
 Protocol (the authors' NewsRoomEval.py / analysis_Newsroom.py):
 
@@ -14,6 +14,10 @@ Protocol (the authors' NewsRoomEval.py / analysis_Newsroom.py):
 Correlations are reported *oriented*: a distance (DS-Focus, lower = better) is negated first, so a positive
 tau means the metric agrees with the humans. The paper prints ``abs(tau)`` (its SUMMEval.py takes the absolute
 value), so its figures carry no sign. NaN scores (empty texts) are left out of the means and counted.
+
+A hypothesis that shares no focus with its reference gets the authors' DS-Focus value, eq. 2's empty sum 0.0
+(``no_common_foci="authors"``; the library's default is ``"worst"``, see :class:`qe.discourse.scorer.DSFocusScorer`),
+so that the figures are the paper's protocol; the row "no common focus = NaN" shows the effect of that choice.
 """
 from __future__ import annotations
 
@@ -49,11 +53,13 @@ def variants(engine, sent_engine=None):
 
     e = engine
     s = sent_engine or engine
+    authors = "authors"  # eq. 2's empty sum (0.0) for pairs without a common focus, as the paper's code
     return [
-        ("DS-Focus (NN)", DSFocusScorer("nn", engine=e)),
-        ("DS-Focus (Entity)", DSFocusScorer("entity", 0.8, engine=e)),
-        ("DS-Focus* (NN)", DSFocusScorer("nn", average="f", engine=e)),
-        ("DS-Focus* (Entity)", DSFocusScorer("entity", 0.8, average="f", engine=e)),
+        ("DS-Focus (NN)", DSFocusScorer("nn", engine=e, no_common_foci=authors)),
+        ("DS-Focus (Entity)", DSFocusScorer("entity", 0.8, engine=e, no_common_foci=authors)),
+        ("DS-Focus* (NN)", DSFocusScorer("nn", average="f", engine=e, no_common_foci=authors)),
+        ("DS-Focus* (Entity)", DSFocusScorer("entity", 0.8, average="f", engine=e,
+                                             no_common_foci=authors)),
         ("DS-Sent-u (NN)", DSSentScorer("nn", False, engine=s)),
         ("DS-Sent-u (Entity)", DSSentScorer("entity", False, 0.8, engine=s)),
         ("DS-Sent-w (NN)", DSSentScorer("nn", True, engine=s)),
@@ -64,7 +70,8 @@ def variants(engine, sent_engine=None):
         ("Lexical Graph", GraphCoherenceScorer(True, 0.7, engine=e)),
         ("Lexical Chain", LexicalChainScorer(engine=e)),
         # sensitivity checks (not paper variants)
-        ("DS-Focus (NN), squared distance", DSFocusScorer("nn", distance="squared", engine=e)),
+        ("DS-Focus (NN), squared distance", DSFocusScorer("nn", distance="squared", engine=e,
+                                                               no_common_foci=authors)),
         ("DS-Focus (NN), no common focus = NaN", DSFocusScorer("nn", no_common_foci=math.nan, engine=e)),
     ]
 
@@ -92,7 +99,7 @@ def summary_level(records, scores: np.ndarray, aspect: str) -> tuple[float, int]
 
 def dataset_statistics(records, engine) -> dict:
     """Table 9-style statistics and the eq. (4) discriminativeness of the Sec. 5 features on NeR18."""
-    from qe.discourse.analysis import feature_discriminativeness
+    from qe.discourse.features import feature_discriminativeness
 
     hyps = [r.output for r in records]
     parsed = engine.parse(hyps)

@@ -1,6 +1,7 @@
-"""The EMNLP17 analysis behind docs/results.md ("Reference-based metrics and Kann's combinations").
+"""Kann, Rothe & Filippova (2018) on EMNLP17: the analysis behind docs/results.md ("Reference-based metrics and
+Kann's combinations").
 
-    PYTHONPATH=. python -m qe.refmetrics.emnlp17 --lm exports/wp --out outputs/refmetrics_emnlp17.json
+    python -m experiments.kann2018 --lm exports/wp --out outputs/refmetrics_emnlp17.json
 
 1. Every reference metric on the 2,460 EMNLP17 outputs against the human references of ``emnlp17_refs``
    (qe.data.references), correlated with the median ratings, beside the same correlations of the metric columns
@@ -8,6 +9,11 @@
 2. Kann et al. (2018) Table 7 analogue on naturalness: SVR (ROUGE-L-mult + WPSLOR), ROUGE-LM, ROUGE-L-mult and
    WPSLOR on the test part of Kann's split (500 train / 500 dev / rest test), Pearson and MSE (eq. 6), for the
    split seed 42 (the ``task=svr`` default) and as mean +- sd over further seeds.
+
+Everything is the library's: the metrics are registered scorers (``qe.load``), the features, SVR fit, split and
+measures are ``task=svr``'s (:mod:`qe.refmetrics.svr`, :mod:`qe.refmetrics.task`), and variant C's
+delexicalisation is RatPred's (:func:`qe.ratpred.mr.delexicalise`: slot values of the MR -> ``X-<slot>`` in
+the lower-cased, tokenised text).
 """
 from __future__ import annotations
 
@@ -34,25 +40,18 @@ PAIRS = [
     ("lr3-f-mult", {}, None), ("lr3-r-mult", {}, None), ("rouge-l-single", {}, None),
 ]
 RATINGS = ("naturalness", "quality", "informativeness")
-_NOT_DELEX = {"yes", "no", "none", "dontcare", "dont_care", "x"}
 
 
 def delexicalise(text: str, mr: str) -> str:
-    """Replace the MR's slot values in ``text`` by ``x-<slot>`` (longest value first, whole words).
+    """``text`` with the MR's slot values replaced by ``X-<slot>`` (RatPred's delexicaliser), tokens joined by
+    spaces.
 
     Measured on EMNLP17: the authors' SF metric columns are reproduced far more often on delexicalised text
     (e.g. hyp "hotel metropolis is located at 25 mason st, ..." gives their Bleu_1 = 10/11 only when the name,
     address and phone become one token each)."""
-    import re
+    from qe.ratpred.mr import delexicalise as ratpred_delexicalise
 
-    from qe.data.references import parse_mr
-
-    _, slots = parse_mr(mr)
-    t = text.lower()
-    vals = [(v.lower(), s.replace("_", "")) for s, v in slots if v and v.lower() not in _NOT_DELEX]
-    for v, s in sorted(vals, key=lambda x: -len(x[0])):
-        t = re.sub(r"(?<!\w)" + re.escape(v) + r"(?!\w)", f"x-{s}", t)
-    return t
+    return " ".join(ratpred_delexicalise(mr, text).out_tokens)
 
 
 def _corr(x, y) -> tuple[float, float]:
@@ -100,12 +99,13 @@ def metric_table(records, delex: bool = False, progress: bool = False) -> list[d
 
 
 def table7(records, lm: str, seeds=(42, 1, 2, 3, 4), rating: str = "naturalness", progress: bool = False) -> dict:
-    from qe.refmetrics.combine import zstats, znorm
-    from qe.refmetrics.svr import compute_features, fit_and_evaluate, kann_mse, kann_split, pearson
+    from qe.refmetrics.svr import compute_features
+    from qe.refmetrics.task import baselines, fit_and_evaluate, kann_split
 
+    features = ["rouge-l-mult", "lm:slor"]
     outs = [r.output for r in records]
     refs = [r.refs for r in records]
-    X = compute_features(["rouge-l-mult", "lm:slor"], outs, refs, lm_export=lm, progress=progress)
+    X = compute_features(features, outs, refs, lm_export=lm, progress=progress)
     y = np.array([r.ratings[rating] for r in records], float)
     ok = np.isfinite(X).all(axis=1)
     X, y = X[ok], y[ok]
@@ -114,12 +114,12 @@ def table7(records, lm: str, seeds=(42, 1, 2, 3, 4), rating: str = "naturalness"
         split = kann_split(len(y), 500, 500, seed)
         _, _, _, m = fit_and_evaluate(X, y, split)
         te = split["test"]
-        zs = znorm(X[te, 0], zstats(X[te, 0])) + znorm(X[te, 1], zstats(X[te, 1]))
+        b = baselines(X, y, features, te)  # each feature alone and their z-sum (ROUGE-LM) on the test part
         per_seed[seed] = {
             "SVR: ROUGE+WPSLOR": (m["test/pearson"], m["test/mse"]),
-            "ROUGE-LM": (pearson(zs, y[te]), kann_mse(zs, y[te])),
-            "ROUGE-L-mult": (pearson(X[te, 0], y[te]), kann_mse(X[te, 0], y[te])),
-            "WPSLOR": (pearson(X[te, 1], y[te]), kann_mse(X[te, 1], y[te])),
+            "ROUGE-LM": (b["test/zsum/pearson"], b["test/zsum/mse"]),
+            "ROUGE-L-mult": (b["test/rouge-l-mult/pearson"], b["test/rouge-l-mult/mse"]),
+            "WPSLOR": (b["test/lm:slor/pearson"], b["test/lm:slor/mse"]),
             "n_test": len(te),
         }
     return {"n": int(len(y)), "dropped_nan": int((~ok).sum()), "per_seed": per_seed}
