@@ -336,6 +336,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of the record (not the stream of the first call: an
+    in-process caller such as pytest may swap and close it between calls)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    @property
+    def stream(self):  # type: ignore[override]
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def _setup_logging(level: int) -> None:
+    """The ``qe`` loggers print to stderr at ``level`` (progress lines at INFO); the root logger is left alone."""
+    lg = logging.getLogger("qe")
+    if not any(isinstance(h, _StderrHandler) for h in lg.handlers):
+        lg.addHandler(_StderrHandler())
+    lg.setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "evaluate":
@@ -343,10 +368,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return evaluate_main(argv[1:])
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if not getattr(args, "quiet", False) else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _setup_logging(logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
     from qe.errors import QEError
 
     try:
