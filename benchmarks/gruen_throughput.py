@@ -49,9 +49,10 @@ def main() -> None:
 
     from qe.gruen.acceptability import AcceptabilityModel
     from qe.gruen.pll import MaskedLM
+    from qe.core.runtime import pick_device
     from qe.offline import encoder_path
 
-    dev = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dev = pick_device(a.device)
     gpu = dev.type == "cuda"
     n_pll = a.n_pll or (4000 if gpu else 24)
     n_acc = a.n_acc or (50000 if gpu else 512)

@@ -26,7 +26,7 @@ import torch
 
 def features(model, tok, pairs, max_length: int, batch: int = 64) -> dict[str, np.ndarray]:
     from qe.gruen.data import TextClassificationDataModule
-    from qe.gruen.modules import segment_means
+    from qe.gruen.model import segment_means
 
     # the training collate of task=sop: pairs cut with the scorer's boundary rule
     dm = TextClassificationDataModule(tok, (pairs, [0] * len(pairs)), {}, max_length=max_length,

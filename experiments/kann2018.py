@@ -43,15 +43,15 @@ RATINGS = ("naturalness", "quality", "informativeness")
 
 
 def delexicalise(text: str, mr: str) -> str:
-    """``text`` with the MR's slot values replaced by ``X-<slot>`` (RatPred's delexicaliser), tokens joined by
-    spaces.
+    """``text`` with every occurrence of the MR's non-binary slot values replaced by ``x-<slot>`` placeholders
+    (the MR module's text-level mode, :func:`qe.ratpred.mr.delexicalise_text`).
 
     Measured on EMNLP17: the authors' SF metric columns are reproduced far more often on delexicalised text
     (e.g. hyp "hotel metropolis is located at 25 mason st, ..." gives their Bleu_1 = 10/11 only when the name,
     address and phone become one token each)."""
-    from qe.ratpred.mr import delexicalise as ratpred_delexicalise
+    from qe.ratpred.mr import delexicalise_text
 
-    return " ".join(ratpred_delexicalise(mr, text).out_tokens)
+    return delexicalise_text(text, mr)
 
 
 def _corr(x, y) -> tuple[float, float]:

@@ -127,12 +127,46 @@ _add("gruen", _E("qe.gruen.scorer:GruenScorer", "GRUEN: grammaticality, non-redu
 EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
     "slor": "qe.lm.scorer:from_export",
     "qe_gru": "qe.ratpred.scorer:from_export",
-    "acceptability": "qe.gruen.acceptability:from_export",
+    "acceptability": "qe.gruen.scorer:acceptability_from_export",
     "mlm": "qe.gruen.scorer:mlm_from_export",
     "sop": "qe.gruen.scorer:sop_from_export",
     "gruen": "qe.gruen.scorer:gruen_from_export",
     "svr": "qe.refmetrics.svr:from_export",
 }
+
+
+#: export kind -> files its export always has (relative paths). Checked before the loader runs, so a manifest whose
+#: ``kind`` disagrees with the files fails with a message naming the missing file and the kind the files look like.
+EXPORT_FILES: dict[str, tuple[str, ...]] = {
+    "slor": ("model.safetensors", "unigram.safetensors", "tokenizer.json"),
+    "qe_gru": ("model.safetensors", "vocab.json"),
+    "acceptability": ("hf/config.json",),
+    "mlm": ("hf/config.json",),
+    "sop": ("hf/config.json",),
+    "gruen": ("README.txt",),
+    "svr": ("svr.safetensors",),
+}
+
+
+def check_export_files(path: Path, kind: str) -> None:
+    """Raise :class:`qe.errors.ExportError` when ``path`` lacks a file that exports of ``kind`` always have."""
+    from qe.errors import ExportError
+
+    own = EXPORT_FILES.get(kind, ())
+    missing = [f for f in own if not (path / f).is_file()]
+    matches = {k: len(files) for k, files in EXPORT_FILES.items()
+               if k != kind and files and all((path / f).is_file() for f in files)}
+    looks = sorted(k for k, n in matches.items() if n == max(matches.values())) if matches else []
+    if not missing:
+        # every file of the claimed kind is there, but the files of a more specific kind are too
+        looks = [k for k in looks if len(EXPORT_FILES[k]) > len(own) and set(own) < set(EXPORT_FILES[k]) | set(own)]
+        if not looks:
+            return
+        raise ExportError(f"{path}: the manifest says kind {kind!r}, but the files are those of a "
+                          f"{' or '.join(map(repr, looks))} export (was qe_export.json edited or copied?)")
+    hint = f"; its files look like a {' or '.join(map(repr, looks))} export" if looks else ""
+    raise ExportError(f"{path}: the manifest says kind {kind!r}, but {', '.join(missing)} is missing{hint} "
+                      f"(was qe_export.json edited or copied from another export?)")
 
 
 def register_scorer(name: str, *aliases: str, options: dict[str, Any] | None = None, doc: str = ""):
@@ -195,6 +229,7 @@ def load(name_or_path: str | Path, **options: Any):
         kind = manifest["kind"]
         if kind not in EXPORT_KINDS:
             raise KeyError(f"{path}: export kind {kind!r} has no registered loader; known kinds: {export_kinds()}")
+        check_export_files(path, kind)
         return resolve_target(EXPORT_KINDS[kind])(path, manifest, **options)
     key = str(name_or_path).lower()
     if key in SCORERS:

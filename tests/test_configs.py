@@ -51,8 +51,16 @@ def test_every_config_composes(compose_cfg, group, name):
 
 
 def test_old_task_name_warns(compose_cfg, caplog):
+    from qe.training import _check_task_name
+
     cfg = compose_cfg("task=qe")
     assert cfg.task.name == "ratpred" and cfg.task.old_name == "qe"
+    with caplog.at_level("WARNING"):
+        _check_task_name(cfg)
+    assert "task=qe is an old name; use task=ratpred" in caplog.text
+    caplog.clear()
+    _check_task_name(compose_cfg("task=ratpred"))
+    assert "old name" not in caplog.text
 
 
 def test_export_respects_umask(tmp_path):

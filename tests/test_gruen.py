@@ -1,4 +1,7 @@
-"""GRUEN: batched PLL vs the naive loop, Table 10/11 behaviour, SOP training, ranges, edge inputs, tasks."""
+"""GRUEN: batched PLL vs the naive loop, the final score vs the paper's formula by hand, Table 10 redundancy, focus on
+held-out examples, SOP training, untrained heads refused, ranges, edge inputs, tasks.
+
+Every HF model here is a tiny random BERT built from a config and saved to a tmp dir (no download, seconds)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +13,7 @@ import pytest
 import torch
 
 import qe
-from qe.gruen.hf import save_hf_export
+from qe.gruen.format import save_hf_export
 
 from conftest import needs_data
 
@@ -41,12 +44,12 @@ def _tiny_config(tok, **kw):
     return BertConfig(**base)
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """Tiny random BERT models saved with save_pretrained (MLM, CoLA classifier, SOP classifier) + exports."""
+def make_tiny(root: Path) -> dict:
+    """Tiny random BERT models saved with save_pretrained into ``root`` (about a second, offline): an MLM folder
+    (``mlm_dir``, also usable as ``model.encoder`` of task=cola|mlm|sop), a bare encoder (``encoder``), and the three
+    component exports task=gruen_tune needs (``cola_export``, ``mlm_export``, ``sop_export``)."""
     from transformers import BertForMaskedLM, BertForSequenceClassification, BertModel
 
-    root = tmp_path_factory.mktemp("tiny")
     torch.manual_seed(0)
     tok = _tiny_tokenizer(root / "tok")
     out = {"tok": tok, "root": root}
@@ -64,6 +67,11 @@ def tiny(tmp_path_factory):
     tok.save_pretrained(root / "encoder")
     out["encoder"] = root / "encoder"
     return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return make_tiny(tmp_path_factory.mktemp("tiny"))
 
 
 # ----------------------------------------------------------------------------------------------- PLL
@@ -152,18 +160,6 @@ def test_redundancy_none_for_unrelated_and_identical_is_four_hits():
 
 
 # ----------------------------------------------------------------------------------------------- focus
-TABLE11_E = ("The FDA's Nonprescription Drugs Advisory Committee will meet Oct. Infant cough-and-cold products were "
-             "approved decades ago without adequate testing in children because experts assumed that children were "
-             "simply small adults, and that drugs approved for adults must also work in children. Ian M. Paul, an "
-             "assistant professor of pediatrics at Penn State College of Medicine who has studied the medicines.")
-TABLE11_F = ("On March 1, 2007, the Food/Drug Administration (FDA) started a broad safety review of children's "
-             "cough/cold remedies. They are particularly concerned about use of these drugs by infants. By September "
-             "28th, the 356-page FDA review urged an outright ban on all such medicines for children under six. Dr. "
-             "Charles Ganley, a top FDA official said \"We have no data on these agents of what's a safe and effective "
-             "dose in Children.\" The review also stated that between 1969 and 2006, 123 children died from taking "
-             "decongestants and antihistamines. On October 11th, all such infant products were pulled from the markets.")
-
-
 @pytest.fixture(scope="module")
 def focus_model():
     from qe.gruen.focus import FocusModel
@@ -171,16 +167,38 @@ def focus_model():
     return FocusModel()
 
 
-def test_focus_penalises_table11_e_not_f(focus_model):
+# Written for this test; NOT the examples focus_center was chosen on (those are the paper's Table 11 (e)/(f), see
+# qe/gruen/focus.py). Focused: adjacent sentences stay on one topic. Unfocused: every adjacent pair is unrelated.
+FOCUSED = [
+    "The city council approved a new budget for public schools on Monday. The budget gives the schools more money "
+    "for teachers and books. Several council members said the schools had waited years for this money.",
+    "Heavy rain flooded several roads in the valley overnight. Drivers were told to avoid the flooded roads until "
+    "the water goes down. Forecasters expect more rain in the valley later this week.",
+]
+UNFOCUSED = [
+    "The city council approved a new budget for public schools on Monday. Penguins huddle together to survive the "
+    "Antarctic winter. My favourite guitar has a cracked neck.",
+    "Heavy rain flooded several roads in the valley overnight. The recipe calls for two cups of flour and a pinch "
+    "of salt. Quantum computers exploit superposition to factor integers.",
+]
+
+
+def test_focus_penalises_unrelated_neighbours_on_held_out_examples(focus_model):
+    from qe.gruen.focus import FocusConfig, FocusModel
     from qe.gruen.preprocess import preprocess
 
-    e, f = preprocess(TABLE11_E), preprocess(TABLE11_F)
-    assert len(e) == 3 and len(f) == 6
-    assert focus_model.scores([e, f]) == [pytest.approx(-0.1), pytest.approx(0.0)]
+    docs = [preprocess(t) for t in FOCUSED + UNFOCUSED]
+    assert [len(d) for d in docs] == [3, 3, 3, 3]
+    assert focus_model.scores(docs) == [pytest.approx(v) for v in (0.0, 0.0, -0.1, -0.1)]
+    # every unrelated pair is farther apart than every on-topic pair
+    dist = [[focus_model.distance(d[i], d[i + 1]) for i in range(len(d) - 1)] for d in docs]
+    assert max(dist[0] + dist[1]) < min(dist[2] + dist[3])
+    per_pair = FocusModel(FocusConfig(aggregate="per_pair"))
+    assert per_pair.scores(docs) == [pytest.approx(v) for v in (0.0, 0.0, -0.2, -0.2)]
     # similarity is a similarity: identical sentences are maximally similar, and wms stays in (0, 1]
     s = "The boy was rescued from the drain."
     assert focus_model.distance(s, s) == pytest.approx(0.0, abs=1e-9)
-    assert 0 < focus_model.similarity(e[0], e[1]) < focus_model.similarity(s, s) <= 1
+    assert 0 < focus_model.similarity(docs[2][0], docs[2][1]) < focus_model.similarity(s, s) <= 1
 
 
 # ----------------------------------------------------------------------------------------------- SOP
@@ -235,7 +253,7 @@ def test_sop_task_trains_and_shuffled_order_scores_lower(tiny, tmp_path):
     # an interrupted run can be exported from its checkpoint: same weights, same losses
     from omegaconf import OmegaConf
 
-    from qe.gruen.tasks import export_from_checkpoint
+    from qe.training import export_from_checkpoint
 
     (tmp_path / ".hydra").mkdir()
     OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
@@ -255,8 +273,103 @@ def gruen(tiny):
                    sop=str(tiny["sop_export"]), device="cpu")
 
 
+# The paper (Zhu & Bhat 2020, Section 3): y_g = sum_i (l_i + g_i) / n;  y_r = -0.1 * sum_{i<j} m_ij (feature hits);
+# y_f = -0.1 when an adjacent pair's word mover's similarity is below 0.05;  y_c = -(SOP loss);
+# Y_S = y_g + y_r + y_f + y_c on a 0..1 scale. The scorer's defaults (qe/gruen/scorer.py docstring) put weights on
+# the paper's sums: y_g * g_scale (0.5, so y_g stays in [0, 1]), y_c * coherence_weight (0.1), a clip to [0, 1];
+# l_i = exp(mean masked log p), similarity = 1 / (1 + exp(d - focus_center)).
+def _raw_three_sentences():
+    from qe.gruen.scorer import GruenRaw
+
+    no_hit = (False, 10, 8, 5, 1, 40, 30, 50, 2)   # A: 5 <= 32, B: 1 <= 6.4, C: 30 !< 30, D: 2 <= 6.4
+    c_and_d = (False, 10, 8, 5, 1, 40, 20, 50, 7)  # C: 20 < 0.6 * 50, D: 7 > 0.8 * 8
+    return GruenRaw(n_sentences=[3], lm_logp=[[-0.5, -1.0, -2.0]], lm_ce=[[]], acc_prob=[[0.9, 0.8, 0.4]],
+                    acc_logit=[[0.0, 0.0, 0.0]], red_stats=[[no_hit, c_and_d, no_hit]], focus_dist=[[1.0, 8.0]],
+                    sop_loss=[0.4])
+
+
+def test_final_score_is_the_papers_formula_by_hand():
+    from qe.gruen.scorer import GruenParams, GruenRaw, combine
+
+    raw = _raw_three_sentences()
+    l = [math.exp(-0.5), math.exp(-1.0), math.exp(-2.0)]           # 0.606531, 0.367879, 0.135335
+    g = [0.9, 0.8, 0.4]
+    y_g = (l[0] + g[0] + l[1] + g[1] + l[2] + g[2]) / 3             # 1.069915
+    y_r = -0.1 * 2                                                 # one pair hits C and D
+    # adjacent pairs: d = 1 -> 1 / (1 + e^(1 - 3.3)) = 0.909 (kept); d = 8 -> 1 / (1 + e^4.7) = 0.0090 < 0.05
+    y_f = -0.1
+    sop = 0.4
+
+    # the paper's literal weights: every module weight 1, g_scale 1
+    paper = combine(raw, GruenParams(g_scale=1.0, coherence_weight=1.0))
+    assert paper["grammaticality"][0] == pytest.approx(y_g) == pytest.approx(1.0699151, abs=1e-6)
+    assert paper["redundancy"][0] == pytest.approx(y_r)
+    assert paper["focus"][0] == pytest.approx(y_f)
+    assert paper["coherence"][0] == pytest.approx(-sop)
+    assert paper["gruen"][0] == pytest.approx(y_g + y_r + y_f - sop) == pytest.approx(0.3699151, abs=1e-6)
+
+    # the scorer's defaults: y_g halved, SOP loss weighted 0.1
+    default = combine(raw, GruenParams())
+    assert default["gruen"][0] == pytest.approx(0.5 * y_g + y_r + y_f - 0.1 * sop) == pytest.approx(0.1949576, abs=1e-6)
+    # ablations of Figure 1 drop the later modules
+    assert combine(raw, GruenParams(modules="G"))["gruen"][0] == pytest.approx(0.5 * y_g)
+    assert combine(raw, GruenParams(modules="GU"))["gruen"][0] == pytest.approx(0.5 * y_g + y_f)
+    assert combine(raw, GruenParams(modules="GRU"))["gruen"][0] == pytest.approx(0.5 * y_g + y_r + y_f)
+
+    # the clip to [0, 1]: one fluent sentence over 1 with the paper's weights; heavy redundancy under 0
+    fluent = GruenRaw(n_sentences=[1], lm_logp=[[-0.1]], lm_ce=[[]], acc_prob=[[0.95]], acc_logit=[[0.0]],
+                      red_stats=[[]], focus_dist=[[]], sop_loss=[0.0])
+    assert math.exp(-0.1) + 0.95 == pytest.approx(1.8548374)
+    assert combine(fluent, GruenParams(g_scale=1.0))["gruen"][0] == 1.0
+    contained = (True, 6, 6, 0, 0, 0, 0, 0, 0)  # identical sentences: all four features
+    repeated = GruenRaw(n_sentences=[3], lm_logp=[[-1.0] * 3], lm_ce=[[]], acc_prob=[[0.5] * 3], acc_logit=[[0.0] * 3],
+                        red_stats=[[contained] * 3], focus_dist=[[0.0, 0.0]], sop_loss=[0.0])
+    c = combine(repeated, GruenParams())
+    assert c["redundancy"][0] == pytest.approx(-1.2) and c["gruen"][0] == 0.0
+    # an output with no sentence scores empty_score, whatever the models say
+    empty = GruenRaw(n_sentences=[0], lm_logp=[[]], lm_ce=[[]], acc_prob=[[]], acc_logit=[[]], red_stats=[[]],
+                     focus_dist=[[]], sop_loss=[0.0])
+    assert combine(empty, GruenParams(empty_score=0.25))["gruen"] == [0.25]
+
+
+def test_reference_preset_grammaticality_by_hand():
+    """The authors' code: y_g = max(0, (exp(-0.5 * PPL) + logit) / 8 + 0.5) with PPL = exp(unmasked mean CE)."""
+    from qe.gruen.scorer import GruenParams, GruenRaw, combine
+
+    raw = GruenRaw(n_sentences=[1], lm_logp=[[]], lm_ce=[[2.0]], acc_prob=[[0.0]], acc_logit=[[2.0]], red_stats=[[]],
+                   focus_dist=[[]], sop_loss=[0.0])
+    want = (math.exp(-0.5 * math.exp(2.0)) + 2.0) / 8 + 0.5
+    got = combine(raw, GruenParams.preset("reference"))
+    assert got["grammaticality"][0] == pytest.approx(want) == pytest.approx(0.7531074, abs=1e-6)
+    raw.acc_logit = [[-9.0]]  # a very negative logit: y_g floors at 0
+    assert combine(raw, GruenParams.preset("reference"))["grammaticality"][0] == 0.0
+
+
+def test_scorer_matches_the_formula_over_its_parts(gruen, tiny, focus_model):
+    """GRUEN end to end vs the formula computed from each part run on its own (PLL, CoLA, redundancy, focus, SOP)."""
+    from qe.gruen.acceptability import AcceptabilityModel
+    from qe.gruen.coherence import CoherenceModel
+    from qe.gruen.pll import MaskedLM
+    from qe.gruen.preprocess import preprocess
+    from qe.gruen.redundancy import redundancy_score
+
+    outs = [TABLE10[0][0], "The cat sat on the mat.", UNFOCUSED[0], FOCUSED[1], "a cat . the dog sat on the mat ."]
+    got = gruen.score(outs, progress=False)
+    lm = MaskedLM(tiny["mlm_export"], device="cpu")
+    acc = AcceptabilityModel(tiny["cola_export"], device="cpu")
+    sop = CoherenceModel(tiny["sop_export"], device="cpu")
+    focus = focus_model
+    for text, y in zip(outs, got):
+        sents = preprocess(text)
+        s, k = lm.pll(sents)
+        p, _ = acc.scores(sents)
+        y_g = 0.5 * float(np.mean(np.exp(s / k) + p))
+        y_s = y_g + redundancy_score(sents) + focus.scores([sents])[0] - 0.1 * sop.sop_loss([sents])[0]
+        assert y == pytest.approx(min(1.0, max(0.0, y_s)), abs=1e-6), text  # batches differ: float rounding only
+
+
 def test_components_in_documented_ranges_and_input_order(gruen):
-    outs = [TABLE10[0][0], "The cat sat on the mat.", "", "Yes.", TABLE11_E, "a cat . the dog sat on the mat ."]
+    outs = [TABLE10[0][0], "The cat sat on the mat.", "", "Yes.", UNFOCUSED[0], "a cat . the dog sat on the mat ."]
     comps = gruen.score_components(outs, progress=False)
     n = len(outs)
     assert set(comps) >= {"grammaticality", "likelihood", "acceptability", "redundancy", "focus", "coherence", "gruen"}
@@ -267,20 +380,42 @@ def test_components_in_documented_ranges_and_input_order(gruen):
     assert all(0 < x <= 1 for x, m in zip(comps["likelihood"], comps["n_sentences"]) if m)
     assert all(x <= 0 for k in ("redundancy", "focus", "coherence") for x in comps[k])
     assert comps["redundancy"][0] == pytest.approx(-0.4)          # Table 10 (1): ABCD
-    assert comps["focus"][4] == pytest.approx(-0.1)              # Table 11 (e)
+    assert comps["focus"][4] == pytest.approx(-0.1)              # unrelated neighbours
     # empty / one-word outputs: every component 0, defined score
     for i in (2, 3):
         assert comps["n_sentences"][i] == 0 and comps["gruen"][i] == 0.0
     # one sentence: no pairs, so no redundancy, focus or coherence terms
     assert comps["redundancy"][1] == comps["focus"][1] == comps["coherence"][1] == 0.0
-    # scores come back in input order and equal component sums
-    single = gruen.score([outs[1]], progress=False)[0]
-    assert single == pytest.approx(comps["gruen"][1])
-    for i in range(n):
-        if comps["n_sentences"][i]:
-            tot = comps["grammaticality"][i] + comps["redundancy"][i] + comps["focus"][i] + comps["coherence"][i]
-            assert comps["gruen"][i] == pytest.approx(min(1, max(0, tot)))
+    # scores come back in input order: one output alone scores what it scored among others
+    assert gruen.score([outs[1]], progress=False)[0] == pytest.approx(comps["gruen"][1])
+    assert gruen.score(outs[::-1], progress=False) == pytest.approx(comps["gruen"][::-1])
     assert "GRUEN[GRUEN]" in gruen.signature and "sop:sop_export@" in gruen.signature
+
+
+def test_untrained_head_is_refused_unless_allowed(tiny, tmp_path):
+    """A plain encoder as the CoLA, MLM or SOP model would score with a random head: refused, with a message."""
+    from transformers import BertForMaskedLM
+
+    from qe.gruen.acceptability import AcceptabilityModel
+    from qe.gruen.coherence import CoherenceModel
+    from qe.gruen.pll import MaskedLM
+
+    enc = str(tiny["encoder"])  # a BertModel folder: no classifier, no MLM head
+    with pytest.raises(ValueError, match="randomly initialised head.*allow_untrained_head"):
+        AcceptabilityModel(enc, device="cpu")
+    with pytest.raises(ValueError, match="classifier"):
+        CoherenceModel(enc, device="cpu")
+    with pytest.raises(ValueError, match="cls.predictions"):
+        MaskedLM(enc, device="cpu")
+    with pytest.raises(ValueError, match="allow_untrained_head"):
+        qe.load("gruen", acceptability=enc, mlm=str(tiny["mlm_export"]), sop="none", device="cpu").score(
+            ["The cat sat on the mat. The dog sat too."], progress=False)
+    p, _ = AcceptabilityModel(enc, device="cpu", allow_untrained_head=True).scores(["a cat sat ."])
+    assert 0 <= p[0] <= 1
+    # a complete masked LM loads as it is
+    BertForMaskedLM.from_pretrained(tiny["mlm_dir"]).save_pretrained(tmp_path / "full")
+    tiny["tok"].save_pretrained(tmp_path / "full")
+    assert MaskedLM(tmp_path / "full", device="cpu").pll(["a cat sat ."])[1][0] > 0
 
 
 def test_long_input_over_window_is_scored_whole(gruen):
@@ -310,12 +445,11 @@ def test_reference_preset_and_modules(tiny):
 
 
 def test_gruen_export_kind_roundtrip(tiny, tmp_path):
-    from qe.export import export_writer
+    from qe.gruen.format import save_gruen_export
 
-    with export_writer(tmp_path / "g", kind="gruen", config={
-            "models": {"acceptability": str(tiny["cola_export"]), "mlm": str(tiny["mlm_export"]), "sop": None},
-            "params": {"lm_alpha": 0.5}}):
-        pass
+    save_gruen_export(tmp_path / "g", models={"acceptability": str(tiny["cola_export"]), "mlm": str(tiny["mlm_export"]),
+                                              "sop": None},
+                      params={"lm_alpha": 0.5}, preset="paper", splitter="pysbd", data={}, metrics={})
     sc = qe.load(tmp_path / "g", device="cpu")
     assert sc.params.lm_alpha == 0.5 and sc.sop is None and sc.models["sop"] is None
     assert isinstance(qe.load(tiny["cola_export"]).score(["a cat sat ."], progress=False)[0], float)
@@ -336,6 +470,11 @@ def test_tune_runner_on_sample(tiny, tmp_path):
     m = run_training(cfg)
     assert -1 <= m["dev/spearman"] <= 1
     assert (tmp_path / "gruen_report.json").is_file() and any((tmp_path / "c").iterdir())
+    # the runner's metrics go to the configured loggers (logger=csv by default), as a Trainer's would
+    import csv
+
+    rows = list(csv.DictReader(open(next(tmp_path.glob("csv/version_*/metrics.csv")))))
+    assert float(rows[-1]["dev/spearman"]) == pytest.approx(m["dev/spearman"])
     m2 = run_training(cfg)  # second run: served from the cache, same numbers
     assert m2["dev/spearman"] == pytest.approx(m["dev/spearman"])
     assert qe.load(m["export_path"]).params.modules == "GRUEN"
@@ -407,12 +546,12 @@ def test_segment_pair_head_round_trip_and_scorer(tiny, tmp_path):
     """The segment-mean order head (task=sop's default): pooled per segment, saved without pickle, reloaded by the
     SOP scorer with identical logits; the [CLS] pooler stays out of the optimiser; head_lr gets its own group."""
     from qe.gruen.coherence import CoherenceModel
-    from qe.gruen.modules import PAIR_HEAD_WEIGHTS, SegmentPairClassifier, SequenceClassifierModule
+    from qe.gruen.model import PAIR_HEAD_WEIGHTS, SegmentPairClassifier
+    from qe.gruen.task import SOPModule, SequenceClassifierModule
 
     tok = tiny["tok"]
     torch.manual_seed(0)
-    mod = SequenceClassifierModule(encoder=str(tiny["encoder"]), pooling="segments", lr=1e-3, head_lr=1e-2,
-                                   val_names=["val"])
+    mod = SOPModule(encoder=str(tiny["encoder"]), lr=1e-3, head_lr=1e-2)
     model = mod.model.eval()
     assert isinstance(model, SegmentPairClassifier)
     assert not any(p.requires_grad for n, p in model.base_model.named_parameters() if n.startswith("pooler"))
@@ -479,8 +618,8 @@ def test_keep_boundary_rule_shared_by_training_and_scoring(tiny):
 
 
 def test_order_discrimination_tool(tiny):
-    """qe.gruen.order_eval: distinct permutations only, paired accuracy in [0, 1], ties count 1/2."""
-    from qe.gruen.order_eval import order_discrimination, permutations
+    """experiments.gruen order: distinct permutations only, paired accuracy in [0, 1], ties count 1/2."""
+    from experiments.gruen import order_discrimination, permutations
 
     rng = random.Random(0)
     doc = ["a b .", "c d .", "e f ."]

@@ -10,7 +10,7 @@ from qe.data.record import Record
 from qe.data.references import RefInstance
 from qe.errors import MissingInputError, RecordError
 from qe.ratpred.data import SETUPS, build_training_set, cv_fold, in_set_split, make_parts
-from qe.ratpred.mr import NULL, delexicalise, linearise, relexicalise
+from qe.ratpred.mr import NULL, delexicalise, delexicalise_text, linearise, relexicalise
 from qe.ratpred.synth import Dictionary, apply_error, distort, lowered_rating, pick_position
 
 DICT = Dictionary(["zebra"], np.array([1.0]))
@@ -224,10 +224,42 @@ def test_in_set_split_c_configs():
     assert sorted(ids) == sorted(r.id for r in recs)
 
 
+@pytest.mark.parametrize("group_by", ["mr", "mr_output"])
+def test_in_set_split_never_cuts_a_group(group_by):
+    """No group (whole MR, or identical (MR, output) pair) is in two of small_train / small_dev / in_test (the
+    split once cut a flattened list at n_small - n_small_dev and n_small, through the middle of groups)."""
+    recs = []
+    for i in range(90):  # 30 MRs x 3 outputs; the outputs of an MR are identical for group_by=mr_output
+        out = f"place {i // 3} serves thai food" + ("" if group_by == "mr_output" else f" {i}")
+        recs.append(Record(id=f"r{i}", output=out, dataset="SFHOT", mr=f"inform(name='place {i // 3}')",
+                           ratings={"quality": 3.0}))
+    recs += [Record(id=f"o{i}", output=f"o {i}", dataset="BAGEL", mr=f"inform(name='o{i}')", ratings={"quality": 3.0})
+             for i in range(20)]
+    for seed in range(5):
+        sp = in_set_split(recs, {"dataset": "SFHOT"}, n_small=20, n_small_dev=10, seed=seed, group_by=group_by)
+        where = {}
+        for part in ("small_train", "small_dev", "in_test"):
+            for r in sp[part]:
+                assert where.setdefault(r.mr, part) == part, (seed, r.mr, where[r.mr], part)
+        assert sorted(r.id for k in sp for r in sp[k]) == sorted(r.id for r in recs)
+        # parts close at the first group boundary at or after their share
+        assert 10 <= len(sp["small_train"]) < 13 and 20 <= len(sp["small_train"]) + len(sp["small_dev"]) < 23
+
+
+def test_delexicalise_text_for_reference_metrics():
+    mr = "inform(name='thai garden',food=thai,near='x',kids_allowed=yes)"
+    # longest value first, every whole-word occurrence, lower-cased; yes / BAGEL's X kept; no tokenisation
+    assert delexicalise_text("Thai Garden serves Thai food, thai-style. Kids: yes.", mr) == \
+        "x-name serves x-food food, x-food-style. kids: yes."
+    assert delexicalise_text("thailand", "inform(food=thai)") == "thailand"
+    with pytest.raises(RecordError, match="rec-3"):
+        delexicalise_text("x", "not an mr", where="rec-3")
+
+
 # ------------------------------------------------------------------------------------------ end to end
 def test_tiny_training_export_load_score(tmp_path):
     from qe.ratpred.data import Instance
-    from qe.ratpred.task import predict, save_export, train_one
+    from qe.ratpred.task import RatPredModule, predict, train_one
 
     recs = _records()
     tr, dv, te = cv_fold(make_parts(recs, 5, seed=3), 0)
@@ -244,11 +276,11 @@ def test_tiny_training_export_load_score(tmp_path):
     assert sum(i == 1 for i in enc) < len(enc) / 2
     with pytest.raises(TypeError, match="token lists"):
         type(vocab).build(["hotel", "bar"])
-    from qe.ratpred.module import RatPredModule
     assert RatPredModule(10, 4, 4, init_bias=4.25).net.head.bias.item() == 4.25
+    assert RatPredModule(10, 4, 4, init_bias=4.25, init_bias_mean=False).net.head.bias.item() != 4.25
     p = predict(module, vocab, dev)
     assert np.all(p >= 1.0) and np.all(p <= 6.0) and np.allclose(p * 2, np.round(p * 2))
-    exp = save_export(tmp_path / "exp", module, vocab, {"delex": True, "setup": "S3"}, metrics={"x": 1.0})
+    exp = module.export(tmp_path / "exp", vocab=vocab, config={"delex": True, "setup": "S3"}, metrics={"x": 1.0})
     man = json.loads((exp / "qe_export.json").read_text())
     assert man["kind"] == "qe_gru"
     scorer = qe.load(exp)
@@ -268,30 +300,85 @@ def test_tiny_training_export_load_score(tmp_path):
         scorer.score(["a", "b"], mrs=[mrs[0], "broken"], progress=False)
 
 
-def test_hydra_runner_tiny(tmp_path, monkeypatch):
-    """train.py experiment=ratpred_s2 composes and runs the runner end to end on a tiny rated file."""
+def _compose_ratpred(tmp_path, *overrides):
+    import pathlib
+
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
 
     from qe.data.record import save_records
-    from qe.training import run_training
 
     data = tmp_path / "rated.jsonl"
-    save_records(_records(), data)
-    import pathlib
+    if not data.exists():
+        save_records(_records(), data)
     conf = pathlib.Path(__file__).resolve().parents[1] / "conf"
     with initialize_config_dir(str(conf), version_base="1.3"):
         cfg = compose("train", overrides=[
-            "experiment=ratpred_s2", f"data.dataset={data}", "protocol.folds=[0,1]", "protocol.seeds=[1]",
-            "protocol.passes_synth=1", "protocol.passes_orig=1", "protocol.max_errors=1", "model.embedding_dim=8",
-            "model.hidden_size=8", "model.batch_size=16", "logger=none", "trainer=cpu"])
-        with open_dict(cfg):
-            cfg.paths.output_dir = str(tmp_path / "run")
-            cfg.export_dir = str(tmp_path / "export")
-        metrics = run_training(cfg)
-    res = json.loads((tmp_path / "run" / "results.json").read_text())
+            "experiment=ratpred_s2", f"data.dataset={data}", "protocol.seeds=[1]", "protocol.passes_synth=1",
+            "protocol.max_errors=1", "model.embedding_dim=8", "model.hidden_size=8", "model.batch_size=16",
+            "trainer=cpu", "trainer.enable_progress_bar=false", "trainer.log_every_n_steps=1", *overrides])
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path / "run")
+        cfg.export_dir = str(tmp_path / "export")
+    return cfg
+
+
+def test_hydra_runner_tiny(tmp_path, capsys):
+    """train.py experiment=ratpred_s2 composes and runs the runner end to end on a tiny rated file: every stage
+    of every (seed, fold) is a sub-run with its CSV metrics; a rerun skips finished sub-runs and resumes an
+    interrupted stage from its last.ckpt, KeepBest's best-so-far included."""
+    import csv
+
+    from qe.training import run_training
+
+    cfg = _compose_ratpred(tmp_path, "protocol.folds=[0,1]", "protocol.passes_orig=1", "logger=csv",
+                           "protocol.keep_checkpoints=true")
+    assert cfg.task.name == "ratpred" and cfg.callbacks.early_stopping is None
+    metrics = run_training(cfg)
+    run = tmp_path / "run"
+    res = json.loads((run / "results.json").read_text())
     assert res["setup"] == "S2" and len(res["runs"]) == 2 and set(res["summary"]) == {"pearson", "spearman", "mae", "rmse"}
     assert "test/pearson" in metrics and (tmp_path / "export" / "qe_export.json").is_file()
+    for fold in (0, 1):
+        for stage in ("synth_all", "original"):
+            rows = list(csv.DictReader(open(run / "runs" / f"seed1_fold{fold}" / stage / "csv" / "version_0" / "metrics.csv")))
+            assert any(r.get("val/corr") for r in rows) and any(r.get("train/mse") for r in rows)
+            assert (run / "runs" / f"seed1_fold{fold}" / stage / "checkpoints" / "last.ckpt").is_file()
+    preds = (run / "predictions.jsonl").read_text()
+
+    # interrupt fold 1 inside its original-data stage: its results and the stage's end marker are gone
+    sub = run / "runs" / "seed1_fold1"
+    for f in ("result.json", "original/stage.json", "original/best.safetensors"):
+        (sub / f).unlink()
+    done0 = (run / "runs" / "seed1_fold0" / "result.json").stat().st_mtime_ns
+    capsys.readouterr()
+    cfg2 = _compose_ratpred(tmp_path, "protocol.folds=[0,1]", "protocol.passes_orig=2", "logger=csv",
+                            "protocol.keep_checkpoints=false")
+    run_training(cfg2)
+    assert "seed=1 fold=0] finished earlier" in capsys.readouterr().out
+    assert (run / "runs" / "seed1_fold0" / "result.json").stat().st_mtime_ns == done0
+    res = json.loads((run / "results.json").read_text())
+    assert [r["fold"] for r in res["runs"]] == [0, 1]
+    f0 = [x for x in preds.splitlines() if '"fold": 0' in x]
+    assert [x for x in (run / "predictions.jsonl").read_text().splitlines() if '"fold": 0' in x] == f0
+    original = res["runs"][1]["stages"][1]
+    assert original["stage"] == "original" and original["epochs_run"] == 2
+    assert len(original["history"]) == 2  # pass 1 restored from last.ckpt's KeepBest state, pass 2 trained now
+    assert not (sub / "original" / "checkpoints").exists()  # keep_checkpoints=false: removed once finished
+
+
+@pytest.mark.parametrize("experiment", ["ratpred_s1", "ratpred_c1"])
+def test_runner_bf16_mixed_on_cpu(tmp_path, experiment):
+    """trainer.precision=bf16-mixed reaches every stage's Trainer (the autocast path of GPU runs), logger=none."""
+    from qe.training import run_training
+
+    cfg = _compose_ratpred(tmp_path, f"experiment={experiment}", "protocol.folds=[0]", "protocol.passes_orig=1",
+                           "logger=none", "trainer.precision=bf16-mixed", "protocol.n_small=20", "protocol.n_small_dev=10",
+                           "protocol.in_set={dataset: SFRES}", "protocol.sources=[train_outputs]", "export=false")
+    assert cfg.trainer.precision == "bf16-mixed"
+    metrics = run_training(cfg)
+    assert np.isfinite(metrics["test/mae"])
+    assert not (tmp_path / "run" / "runs" / "seed1_fold0" / "original" / "csv").exists()
 
 
 @needs_data
@@ -308,26 +395,26 @@ def test_report_folds_filter(tmp_path, capsys):
     """--folds restricts the pooled test predictions to the given folds (for comparing runs on shared folds)."""
     import json
 
-    from qe.ratpred import report
+    from experiments import ratpred as report
 
     rows = [{"seed": 1, "fold": f, "id": f"{f}-{i}", "pred": p, "raw": p, "gold": g}
             for f, pairs in {0: [(3, 3), (5, 5), (4, 4)], 1: [(5, 1), (1, 5), (3, 3)]}.items() for i, (p, g) in enumerate(pairs)]
     (tmp_path / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "results.json").write_text(json.dumps({"setup": "S1", "mode": "cv"}))
-    report.main(["--folds=0", str(tmp_path / "results.json")])
+    report.report_main(["--folds=0", str(tmp_path / "results.json")])
     out = capsys.readouterr().out
     assert "S1 (folds [0], seeds [1]) | 1.000 |" in out
-    report.main([str(tmp_path / "results.json")])
+    report.report_main([str(tmp_path / "results.json")])
     assert "S1 (folds [0, 1], seeds [1]) | 1.000 |" not in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no test predictions for folds"):
-        report.main(["--folds=4", str(tmp_path / "results.json")])
+        report.report_main(["--folds=4", str(tmp_path / "results.json")])
 
 
 def test_report_seed_ensemble(tmp_path, capsys):
     """--ensemble averages the seeds' raw outputs per test output, rounds to 0.5, clips to 1-6, scores once."""
     import json
 
-    from qe.ratpred import report
+    from experiments import ratpred as report
 
     gold = [2.0, 3.0, 5.0, 6.0]
     raws = {1: [2.6, 2.4, 5.9, 4.0], 2: [1.8, 3.8, 4.3, 8.0]}  # means 2.2 3.1 5.1 6.0 -> 2 3 5 6 (6 clipped)
@@ -340,16 +427,16 @@ def test_report_seed_ensemble(tmp_path, capsys):
         (d / "results.json").write_text(json.dumps({"setup": "S4", "mode": "cv"}))
     m, n = report.seed_ensemble([report._load_result(str(tmp_path / f"seed{s}" / "results.json")) for s in (1, 2)])
     assert n == 4 and m["pearson"] == pytest.approx(1.0) and m["mae"] == pytest.approx(0.0)
-    report.main(["--ensemble", str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
+    report.report_main(["--ensemble", str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
     out = capsys.readouterr().out
     assert "S4 seed ensemble (mean of 2 seeds' raw outputs, rounded) (4 outputs) | 1.000 |" in out
-    report.main([str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
+    report.report_main([str(tmp_path / "seed1" / "results.json"), str(tmp_path / "seed2" / "results.json")])
     assert "seed ensemble" not in capsys.readouterr().out
 
 
 def test_report_paper_columns_for_c_rows(monkeypatch):
     """A C row shows the paper's Table 4 figure of that setup, never the Table 3 figure of the setup."""
-    from qe.ratpred import report
+    from experiments import ratpred as report
 
     res = [{"setup": s, "mode": m, "predictions": [{"seed": 1, "fold": 0, "id": i, "pred": g, "raw": g, "gold": g}
                                                    for i, g in enumerate([1.0, 3.0, 5.0])]}
@@ -367,7 +454,7 @@ def test_report_williams_table_against_s1_and_metrics():
     """--williams: a setup that predicts the gold ratings beats S1 (noisy) and every metric column; S1 gets
     only the metric comparisons; p-values are Holm-adjusted over the whole table."""
     from qe.data import load_dataset
-    from qe.ratpred import report
+    from experiments import ratpred as report
 
     recs = load_dataset("emnlp17")[:300]
     r = np.random.default_rng(0)
@@ -390,7 +477,7 @@ def test_report_williams_table_against_s1_and_metrics():
 
 def test_report_labels_a_partial_seed():
     """A seed with fewer test folds than the others (a run still going) is named in the row label."""
-    from qe.ratpred import report
+    from experiments import ratpred as report
 
     def rows(seed, folds):
         return [{"seed": seed, "fold": f, "id": f"{f}-{i}", "pred": g, "raw": g, "gold": g}

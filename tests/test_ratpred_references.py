@@ -136,10 +136,10 @@ def test_baselines_cli_writes_rows_into_a_new_directory(tmp_path):
     """The metric-row CLI creates its output directory and reproduces the paper's BLEU row from the authors' column."""
     import json
 
-    from qe.ratpred import baselines
+    from experiments import ratpred
 
     out = tmp_path / "new" / "ratpred_baselines.json"
-    baselines.main(["--out", str(out)])
+    ratpred.main(["baselines", "--out", str(out)])
     rows = json.loads(out.read_text())["rows"]
     bleu = rows["BLEU* (authors' column)"]
     assert (round(bleu["pearson"], 3), round(bleu["spearman"], 3), round(bleu["mae"], 3)) == (0.074, 0.061, 2.264)

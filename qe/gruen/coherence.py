@@ -7,7 +7,7 @@ The SOP loss is the mean logistic (cross-entropy) loss over these 2(n-1) example
 loss 0, y_c = 0.
 
 Models: an export of kind ``sop`` (``task=sop``: any encoder with a trained order head — the default
-segment-mean head :class:`qe.gruen.modules.SegmentPairClassifier` or an HF [CLS] head; label 0 = original,
+segment-mean head :class:`qe.gruen.model.SegmentPairClassifier` or an HF [CLS] head; label 0 = original,
 1 = swapped), any HF sequence-pair classifier folder with that convention, or an ALBERT checkpoint with its
 pre-trained SOP head (``AlbertForPreTraining``, e.g. ``albert-base-v2`` for online users, the paper's model):
 ALBERT's ``sop_logits`` use the same labels.
@@ -16,51 +16,47 @@ Window rule: when [CLS] A [SEP] B [SEP] does not fit the window, the tokens next
 the *end* of the first segment and the *start* of the second, each at most half the window (the shorter side
 lends its unused half to the other; :func:`qe.gruen.hf.keep_boundary`, the rule ``task=sop`` trains with).
 The number of pairs cut this way is logged.
+
+A plain encoder (e.g. ``minilm``) loaded as a pair classifier has a random head: refused unless
+``allow_untrained_head=True``.
 """
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 
-from qe.gruen.hf import (SpecialTokens, default_budget, keep_boundary, model_id, pad_pairs, pick_device,
-                         resolve_model, token_budget_batches)
+from qe.core.runtime import run_length_batched
+from qe.gruen.format import LABEL_ORIGINAL, LABEL_SWAPPED, SOP
+from qe.gruen.hf import HFPart, keep_boundary, pad_pairs
+from qe.gruen.model import SegmentPairClassifier
 
 log = logging.getLogger(__name__)
 
 
-class CoherenceModel:
-    def __init__(self, model: str | Path, device: str | None = None, max_tokens: int | None = None,
-                 precision: str = "fp32", verify: bool = True):
-        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+class CoherenceModel(HFPart):
+    kind = SOP
+    budget = (131_072, 8_192)
 
-        from qe.gruen.modules import SegmentPairClassifier
+    def __init__(self, model, **kw):
+        super().__init__(model, **kw)
+        from transformers import AutoConfig, AutoModelForSequenceClassification
 
-        path, self.manifest = resolve_model(model, expected_kind="sop", verify=verify)
-        self.name = model_id(model, self.manifest)
-        self.device = pick_device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.special = SpecialTokens(self.tokenizer)
-        cfg = AutoConfig.from_pretrained(path)
-        segments = SegmentPairClassifier.is_saved_in(path)  # task=sop with model.pooling=segments
+        cfg = AutoConfig.from_pretrained(self.path)
+        segments = SegmentPairClassifier.is_saved_in(self.path)  # task=sop with model.pooling=segments
         self.albert = self.manifest is None and not segments and cfg.model_type == "albert" and \
             "AlbertForSequenceClassification" not in (cfg.architectures or [])
         if segments:
-            self.model = SegmentPairClassifier.from_pretrained(path)
+            self.model = SegmentPairClassifier.from_pretrained(self.path).to(self.device).eval()
         elif self.albert:
             from transformers import AlbertForPreTraining
 
-            self.model = AlbertForPreTraining.from_pretrained(path)
+            self.model = self.load(AlbertForPreTraining)
         else:
-            self.model = AutoModelForSequenceClassification.from_pretrained(path)
-        self.model.to(self.device).eval()
+            self.model = self.load(AutoModelForSequenceClassification)
         self.window = min(int(getattr(cfg, "max_position_embeddings", 512)), 512)
-        self.max_tokens = int(max_tokens or default_budget(self.device, gpu=131_072, cpu=8_192))
-        self.precision = precision if self.device.type == "cuda" else "fp32"
-        self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
         self.truncated = 0
 
     @property
@@ -75,8 +71,6 @@ class CoherenceModel:
     @torch.inference_mode()
     def sop_loss(self, docs: Sequence[list[str]], progress: bool = False) -> list[float]:
         """Mean SOP loss per output (0.0 for fewer than two sentences)."""
-        from tqdm.auto import tqdm
-
         tok = self.tokenizer
         ex_ids, ex_tt, ex_label, ex_doc = [], [], [], []
         sent_ids: dict[str, list[int]] = {}
@@ -89,28 +83,23 @@ class CoherenceModel:
             for i in range(1, len(d)):
                 a = [t for s in d[:i] for t in sent_ids[s]]
                 b = [t for s in d[i:] for t in sent_ids[s]]
-                for (x, y), lab in (((a, b), 0), ((b, a), 1)):
+                for (x, y), lab in (((a, b), LABEL_ORIGINAL), ((b, a), LABEL_SWAPPED)):
                     ids, tt = self._pair(x, y)
                     ex_ids.append(ids); ex_tt.append(tt); ex_label.append(lab); ex_doc.append(di)
         if self.truncated:
             log.info("SOP: %d segment pairs longer than the %d-token window kept their boundary tokens only",
                      self.truncated, self.window)
-        loss = np.zeros(len(ex_ids))
-        if ex_ids:
-            lengths = np.array([len(x) for x in ex_ids])
-            order = np.argsort(-lengths, kind="stable")
-            pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-            pbar = tqdm(total=len(ex_ids), desc="SOP", unit="pair", disable=not progress, leave=False)
-            for bt in token_budget_batches(lengths[order].tolist(), self.max_tokens):
-                idx = order[bt]
-                kw = {k: v.to(self.device) for k, v in pad_pairs([(ex_ids[e], ex_tt[e]) for e in idx], pad).items()}
-                with torch.autocast(self.device.type, dtype=self._dtype, enabled=self._dtype is not None):
-                    out = self.model(**kw)
-                logits = (out.sop_logits if self.albert else out.logits).float()
-                y = torch.as_tensor([ex_label[e] for e in idx], device=logits.device)
-                loss[idx] = torch.nn.functional.cross_entropy(logits, y, reduction="none").double().cpu().numpy()
-                pbar.update(len(idx))
-            pbar.close()
+
+        def run(idx: list[int]) -> list[float]:
+            kw = {k: v.to(self.device) for k, v in pad_pairs([(ex_ids[e], ex_tt[e]) for e in idx], self.pad_id).items()}
+            with self.autocast():
+                out = self.model(**kw)
+            logits = (out.sop_logits if self.albert else out.logits).float()
+            y = torch.as_tensor([ex_label[e] for e in idx], device=logits.device)
+            return torch.nn.functional.cross_entropy(logits, y, reduction="none").double().cpu().numpy().tolist()
+
+        loss = np.asarray(run_length_batched([len(x) for x in ex_ids], run, max_tokens=self.max_tokens,
+                                             progress=progress, desc="SOP", unit="pair"), dtype=float)
         tot, cnt = np.zeros(len(docs)), np.zeros(len(docs))
         np.add.at(tot, np.asarray(ex_doc, dtype=np.int64), loss)
         np.add.at(cnt, np.asarray(ex_doc, dtype=np.int64), 1)

@@ -1,87 +1,16 @@
-"""Hugging Face helpers shared by the GRUEN parts: name resolution, device, token-budget batching, exports.
-
-Every model is given by a Hub name (``bert-base-cased``), a local directory, an offline alias (``minilm``,
-resolved by :func:`qe.offline.encoder_path`) or a qe export directory of kind ``acceptability`` / ``mlm`` /
-``sop`` (an HF ``save_pretrained`` folder inside). Loading never downloads when ``HF_HUB_OFFLINE=1``.
+"""Hugging Face helpers shared by the GRUEN parts: the common set-up of a scoring model (:class:`HFPart`:
+export/name resolution, device and token budget from :mod:`qe.core.runtime`, precision), special-token templates,
+padding, and the segment-pair cut rule used alike by ``task=sop`` and the SOP scorer. No Lightning.
 """
 from __future__ import annotations
 
-import logging
-import os
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
 
-from qe.export import MANIFEST, export_checksum, read_manifest, verify_checksum
-from qe.offline import encoder_path
-
-log = logging.getLogger(__name__)
-
-HF_SUBDIR = "hf"
-
-
-def pick_device(device: str | None = None) -> torch.device:
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
-
-
-def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0") == "1" or os.environ.get("TRANSFORMERS_OFFLINE", "0") == "1"
-
-
-def resolve_model(name_or_path: str | Path, expected_kind: str | None = None, verify: bool = True) -> tuple[str, dict | None]:
-    """(what to pass to ``from_pretrained``, the qe manifest or None) for a name, folder or qe export."""
-    p = Path(str(name_or_path)).expanduser()
-    if p.is_dir() and (p / MANIFEST).is_file():
-        manifest = read_manifest(p, expected_kind=expected_kind)
-        if verify:
-            verify_checksum(p, manifest)
-        return str(p / HF_SUBDIR), manifest
-    return encoder_path(str(name_or_path)), None
-
-
-def model_id(name_or_path: str | Path, manifest: dict | None) -> str:
-    """Short identifier for signatures: the export checksum or the model name."""
-    if manifest is not None:
-        return f"{Path(str(name_or_path)).name}@{manifest.get('checksum', '')[:12]}"
-    return str(name_or_path)
-
-
-def save_hf_export(dest: Path, model, tokenizer, kind: str, config: dict, data: dict, metrics: dict,
-                   extra: dict | None = None) -> Path:
-    """Write an export: ``<dest>/hf`` holds ``save_pretrained`` output (safetensors weights + tokenizer)."""
-    from qe.export import export_writer
-
-    model = model.float().cpu().eval()
-    with export_writer(dest, kind=kind, config=config, data=data, metrics=metrics, extra=extra) as tmp:
-        model.save_pretrained(tmp / HF_SUBDIR, safe_serialization=True)
-        tokenizer.save_pretrained(tmp / HF_SUBDIR)
-    return Path(dest).resolve()
-
-
-def token_budget_batches(lengths: Sequence[int], max_tokens: int, max_batch: int | None = None) -> Iterator[list[int]]:
-    """Indices grouped so that ``len(batch) * max(length in batch) <= max_tokens`` (padded tokens per pass).
-
-    ``lengths`` should already be sorted (descending) by the caller so that batches hold similar lengths;
-    an item longer than the budget on its own forms a batch of one.
-    """
-    batch: list[int] = []
-    longest = 0
-    for i, n in enumerate(lengths):
-        new_longest = max(longest, int(n))
-        if batch and (new_longest * (len(batch) + 1) > max_tokens or (max_batch and len(batch) >= max_batch)):
-            yield batch
-            batch, new_longest = [], int(n)
-        batch.append(i)
-        longest = new_longest
-    if batch:
-        yield batch
-
-
-def default_budget(device: torch.device, gpu: int = 65_536, cpu: int = 4_096) -> int:
-    return gpu if device.type == "cuda" else cpu
+from qe.core.runtime import default_budget, pick_device
+from qe.gruen.format import load_pretrained, model_id, resolve_model
 
 
 def versions() -> str:
@@ -92,9 +21,50 @@ def versions() -> str:
     return f"qe:{__version__}|torch:{torch.__version__}|transformers:{transformers.__version__}"
 
 
-__all__ = ["pick_device", "resolve_model", "model_id", "save_hf_export", "token_budget_batches", "export_checksum",
-           "HF_SUBDIR", "versions", "default_budget", "offline", "keep_boundary", "SpecialTokens",
-           "pad_pairs"]
+class HFPart:
+    """What every GRUEN scoring model sets up: ``kind`` is the export kind it accepts; ``budget`` the default
+    padded-token budget per forward pass as ``(gpu, cpu)``; ``precision`` (``fp32`` | ``bf16`` | ``fp16``) applies
+    on CUDA only (autocast); CPU always runs fp32."""
+
+    kind = ""
+    budget = (65_536, 4_096)
+
+    def __init__(self, model: str | Path, device: str | None = None, max_tokens: int | None = None,
+                 precision: str = "fp32", verify: bool = True, allow_untrained_head: bool = False):
+        from transformers import AutoTokenizer
+
+        self.path, self.manifest = resolve_model(model, expected_kind=self.kind, verify=verify)
+        self.spec = str(model)
+        self.name = model_id(model, self.manifest)
+        self.allow_untrained_head = bool(allow_untrained_head)
+        self.device = pick_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+        self.special = SpecialTokens(self.tokenizer)
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        self.max_tokens = int(max_tokens or default_budget(self.device, gpu=self.budget[0], cpu=self.budget[1]))
+        self.precision = precision if self.device.type == "cuda" else "fp32"
+        self._dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(self.precision)
+
+    def load(self, auto_cls):
+        """``auto_cls`` weights from this part's folder, on its device, in eval mode; refuses an untrained head."""
+        model = load_pretrained(auto_cls, self.path, name=self.spec, part=self.kind,
+                                allow_untrained_head=self.allow_untrained_head)
+        return model.to(self.device).eval()
+
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=self._dtype, enabled=self._dtype is not None)
+
+    def pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-padded ``input_ids`` and ``attention_mask`` (on the part's device) for id rows."""
+        lengths = torch.as_tensor([len(r) for r in rows])
+        ids = torch.full((len(rows), int(lengths.max())), self.pad_id, dtype=torch.long)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = torch.as_tensor(row)
+        att = (torch.arange(ids.shape[1])[None, :] < lengths[:, None]).long()
+        return ids.to(self.device), att.to(self.device)
+
+
+__all__ = ["HFPart", "versions", "keep_boundary", "SpecialTokens", "pad_pairs"]
 
 
 def keep_boundary(a: Sequence[int], b: Sequence[int], room: int) -> tuple[list[int], list[int], bool]:

@@ -31,23 +31,28 @@ Outputs with one sentence have y_r = y_f = y_c = 0.
 Batching: memory per forward pass is bounded by ``max_tokens`` padded tokens (defaults: 4,096 on CPU and 65,536 on
 GPU for PLL; 8,192 / 262,144 for acceptability); the ``batch_size`` argument of ``score`` is not used.
 Unique sentences are scored once, models load lazily on first use, and results do not depend on the budget.
+
+**Untrained heads** — a plain encoder given as ``acceptability``, ``mlm`` or ``sop`` (e.g. ``"minilm"``) would score
+with a randomly initialised head; it is refused with a message saying so unless ``allow_untrained_head=True``.
+
+Export loaders (the ``acceptability``, ``mlm``, ``sop`` and ``gruen`` kinds of :mod:`qe.gruen.format`) are at the
+end of this module; this module imports neither Lightning, Hydra nor omegaconf.
 """
 from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from qe.core.scorer import Scorer
+from qe.gruen import format as fmt
 from qe.gruen.focus import FocusConfig
 from qe.gruen.preprocess import preprocess
 from qe.gruen.redundancy import RedundancyConfig, all_pair_stats, features_from_stats
-
-from qe.core.scorer import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -203,46 +208,40 @@ class PartCache:
         return tuple(np.asarray(x) for x in res)
 
 
-def _default_export(name: str) -> str | None:
-    root = Path(os.environ.get("QE_EXPORT_DIR", "exports"))
-    return str(root / name) if (root / name / "qe_export.json").is_file() else None
-
-
 class GruenScorer(Scorer):
     name = "gruen"
 
     def __init__(self, acceptability: str | Path | None = None, mlm: str | Path | None = None,
                  sop: str | Path | None = None, preset: str = "paper", splitter: str = "pysbd",
                  spacy_model: str = "en_core_web_md", device: str | None = None, max_tokens: int | None = None,
-                 precision: str = "fp32", verify: bool = True, **params: Any):
+                 precision: str = "fp32", verify: bool = True, allow_untrained_head: bool = False, **params: Any):
         known = {f.name for f in fields(GruenParams)}
         bad = sorted(set(params) - known)
         if bad:
             raise TypeError(f"unknown GRUEN option(s) {bad}; parameters are {sorted(known)}")
         self.params = GruenParams.preset(preset, **params)
         self.params.validate()
-        acceptability = acceptability or _default_export("cola_minilm")
+        acceptability = acceptability or fmt.default_export("cola_minilm")
         if acceptability is None:
             raise ValueError("GRUEN needs a CoLA acceptability classifier: pass acceptability=<export dir or HF CoLA "
                              "model>; train one with `python train.py experiment=cola_minilm` (offline) or "
                              "`python train.py task=cola` (bert-base-cased)")
-        mlm = mlm or _default_export("mlm_minilm") or "bert-base-cased"
-        sop = sop if sop is not None else _default_export("sop_minilm")
-        self._kw = dict(device=device, max_tokens=max_tokens, precision=precision, verify=verify)
+        mlm = mlm or fmt.default_export("mlm_minilm") or "bert-base-cased"
+        sop = sop if sop is not None else fmt.default_export("sop_minilm")
+        self._kw = dict(device=device, max_tokens=max_tokens, precision=precision, verify=verify,
+                        allow_untrained_head=allow_untrained_head)
         self.splitter = splitter
         self.spacy_model = spacy_model
         sop = None if sop in (None, "", "none") else sop
         self.models = {"acceptability": str(acceptability), "mlm": str(mlm), "sop": str(sop) if sop else None}
         # models load lazily: a tuning trial served from the cache never loads them
-        from qe.gruen.hf import model_id, resolve_model
-
         self._ids = {}
-        for part, kind in (("acceptability", "acceptability"), ("mlm", "mlm"), ("sop", "sop")):
+        for part in (fmt.ACCEPTABILITY, fmt.MLM, fmt.SOP):
             spec = self.models[part]
             if spec is None:
                 continue
-            _, manifest = resolve_model(spec, expected_kind=kind, verify=verify)
-            self._ids[part] = model_id(spec, manifest)
+            _, manifest = fmt.resolve_model(spec, expected_kind=part, verify=verify)
+            self._ids[part] = fmt.model_id(spec, manifest)
         self._lm = self._acc = self._sop = self._focus = None
 
     @property
@@ -293,7 +292,7 @@ class GruenScorer(Scorer):
     def raw(self, outputs: list[str], progress: bool = True, cache: "PartCache | None" = None) -> GruenRaw:
         """Threshold-free quantities for each output (the expensive part: the models run here).
 
-        ``cache`` (used by :mod:`qe.gruen.tune`) stores each part under a key naming its model, so a sweep or a
+        ``cache`` (used by ``task=gruen_tune``, :func:`qe.gruen.task.run`) stores each part under a key naming its model, so a sweep or a
         second report recomputes nothing.
         """
         cache = cache or PartCache(None)
@@ -357,55 +356,34 @@ class GruenScorer(Scorer):
         return self._score_components(outputs, progress=progress)["gruen"]
 
 
-def gruen_from_export(export_dir: Path, manifest: dict, **options: Any) -> GruenScorer:
-    """A ``gruen`` export names its component models and holds tuned parameters (written by task=gruen_tune)."""
-    cfg = dict(manifest.get("config", {}))
-    kw = {**cfg.get("models", {}), **cfg.get("params", {}), "preset": cfg.get("preset", "paper"),
-          "splitter": cfg.get("splitter", "pysbd")}
-    if kw.get("sop") is None:
-        kw["sop"] = "none"  # the export says: no coherence model (do not fall back to a default export)
-    kw = {k: v for k, v in kw.items() if v is not None}
-    for part in ("acceptability", "mlm", "sop"):
-        kw[part] = _component_path(export_dir, kw.get(part))
-    kw.update(options)
-    return GruenScorer(**kw)
+class AcceptabilityScorer(Scorer):
+    """P(acceptable) of each output taken as one text (GRUEN splits into sentences; this does not)."""
+
+    name = "acceptability"
+
+    def __init__(self, model: str | Path, **kw: Any):
+        from qe.gruen.acceptability import AcceptabilityModel
+
+        self.m = AcceptabilityModel(model, **kw)
+
+    def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw):
+        empty = [not o.strip() for o in outputs]
+        p, _ = self.m.scores([o if o.strip() else "." for o in outputs], progress=progress)
+        return [float("nan") if e else float(x) for x, e in zip(p, empty)]
+
+    @property
+    def signature(self) -> str:
+        from qe.gruen.hf import versions
+
+        return f"acceptability|{self.m.signature}|{versions()}"
 
 
-def _component_path(export_dir: Path, spec: str | None) -> str | None:
-    """Resolve a component export named by a relative path: as written (relative to the working directory, as
-    task=gruen_tune stores it), else a sibling of the gruen export with the same folder name, so an exports folder
-    can be moved or used from another directory. Hub names and absolute paths come back unchanged."""
-    if spec is None or spec == "none" or Path(spec).is_absolute():
-        return spec
-    for cand in (Path(spec), Path(export_dir).parent / Path(spec).name):
-        if (cand / "qe_export.json").is_file():
-            return str(cand)
-    return spec
-    for base in (Path(export_dir).parent, Path(export_dir)):
-        cand = (base / Path(spec).name) if spec.startswith(("./exports/", "exports/")) else (base / spec)
-        if (cand / "qe_export.json").is_file():
-            return str(cand)
-    return spec
+class PLLScorer(Scorer):
+    """Mean masked log-probability per word piece of each output (NaN for an empty output)."""
 
-
-# the other export kinds of this family are loadable on their own as well
-import qe.gruen.acceptability  # noqa: E402,F401  (registers "acceptability")
-
-
-def mlm_from_export(export_dir: Path, manifest: dict, **options: Any):
-    """An ``mlm`` export loads as a PLL scorer (mean masked log-probability per word piece)."""
-    return _PLLScorerAdapter(export_dir, **options)
-
-
-def sop_from_export(export_dir: Path, manifest: dict, **options: Any):
-    """A ``sop`` export loads as a coherence scorer (-SOP loss over the output's splits)."""
-    return _SOPScorerAdapter(export_dir, **options)
-
-
-class _PLLScorerAdapter(Scorer):
     name = "pll"
 
-    def __init__(self, model, **kw):
+    def __init__(self, model: str | Path, **kw: Any):
         from qe.gruen.pll import MaskedLM
 
         self.lm = MaskedLM(model, **kw)
@@ -415,16 +393,18 @@ class _PLLScorerAdapter(Scorer):
         return [float(a / b) if b else math.nan for a, b in zip(s, k)]
 
     @property
-    def signature(self):
+    def signature(self) -> str:
         from qe.gruen.hf import versions
 
         return f"pll|{self.lm.signature}|{versions()}"
 
 
-class _SOPScorerAdapter(Scorer):
+class CoherenceScorer(Scorer):
+    """y_c = -(mean SOP loss) over the output's splits (0 for fewer than two sentences)."""
+
     name = "sop"
 
-    def __init__(self, model, splitter: str = "pysbd", **kw):
+    def __init__(self, model: str | Path, splitter: str = "pysbd", **kw: Any):
         from qe.gruen.coherence import CoherenceModel
 
         self.m = CoherenceModel(model, **kw)
@@ -435,7 +415,28 @@ class _SOPScorerAdapter(Scorer):
         return [-x for x in self.m.sop_loss(docs, progress=progress)]
 
     @property
-    def signature(self):
+    def signature(self) -> str:
         from qe.gruen.hf import versions
 
         return f"coherence(-SOP loss)|{self.m.signature}|split:{self.splitter}|{versions()}"
+
+
+# ------------------------------------------------------------------------------------- export loaders (registry)
+def acceptability_from_export(export_dir: Path, manifest: dict, **options: Any) -> AcceptabilityScorer:
+    """An ``acceptability`` export loads as P(acceptable) of each output."""
+    return AcceptabilityScorer(export_dir, **options)
+
+
+def mlm_from_export(export_dir: Path, manifest: dict, **options: Any) -> PLLScorer:
+    """An ``mlm`` export loads as a PLL scorer (mean masked log-probability per word piece)."""
+    return PLLScorer(export_dir, **options)
+
+
+def sop_from_export(export_dir: Path, manifest: dict, **options: Any) -> CoherenceScorer:
+    """A ``sop`` export loads as a coherence scorer (-SOP loss over the output's splits)."""
+    return CoherenceScorer(export_dir, **options)
+
+
+def gruen_from_export(export_dir: Path, manifest: dict, **options: Any) -> GruenScorer:
+    """A ``gruen`` export names its component models and holds tuned parameters (written by task=gruen_tune)."""
+    return GruenScorer(**{**fmt.gruen_options(export_dir, manifest), **options})

@@ -22,7 +22,6 @@ test records, are used as rated instances.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 from collections import Counter
@@ -34,6 +33,7 @@ import torch
 from qe.data.record import Record
 from qe.data.references import RefInstance, all_reference_instances, mr_key
 from qe.errors import RecordError
+from qe.ratpred.model import Vocab, collate
 from qe.ratpred.mr import delexicalise, relexicalise
 from qe.ratpred.synth import Dictionary, distort, lowered_rating
 
@@ -132,16 +132,27 @@ def in_set_split(records: list[Record], in_set: dict, n_small: int = 200, n_smal
                  seed: int = 1206, group_by: str = "mr_output") -> dict[str, list[Record]]:
     """C1-C3 (paper 4.2): ``in_set`` e.g. {"dataset": "SFHOT"} or {"system": "LOLS"}.
 
-    Returns parts: ``small_train`` (n_small - n_small_dev in-set), ``small_dev`` (n_small_dev in-set),
-    ``in_test`` (rest of the in-set), ``out_train`` / ``out_dev`` (out-of-set, 4:1). MR groups are kept together.
+    Returns parts: ``small_train`` (about n_small - n_small_dev in-set records), ``small_dev`` (about n_small_dev
+    in-set), ``in_test`` (rest of the in-set), ``out_train`` / ``out_dev`` (out-of-set, 4:1). Groups (``group_by``,
+    as :func:`make_parts`) are kept together: the in-set groups, shuffled with ``seed``, fill ``small_train`` up
+    to its share, then ``small_dev`` up to ``n_small`` records, then ``in_test`` - a part closes at a group
+    boundary, so it may exceed its share by less than one group.
     """
     def is_in(r):
         return all(getattr(r, k) == v for k, v in in_set.items())
 
     ins = [r for r in records if is_in(r)]
     outs = [r for r in records if not is_in(r)]
-    flat = [r for g in shuffled_groups(ins, seed, group_by) for r in g]
-    small_train, small_dev, test = flat[:n_small - n_small_dev], flat[n_small - n_small_dev:n_small], flat[n_small:]
+    small_train: list[Record] = []
+    small_dev: list[Record] = []
+    test: list[Record] = []
+    for g in shuffled_groups(ins, seed, group_by):
+        if len(small_train) < n_small - n_small_dev:
+            small_train.extend(g)
+        elif len(small_train) + len(small_dev) < n_small:
+            small_dev.extend(g)
+        else:
+            test.extend(g)
     op = make_parts(outs, n_parts=5, seed=seed, group_by=group_by)
     return {"small_train": small_train, "small_dev": small_dev, "in_test": test,
             "out_train": [r for p in op[:4] for r in p], "out_dev": op[4]}
@@ -239,34 +250,6 @@ def reference_pool(data_dir=None) -> list[RefInstance]:
 
 
 # ------------------------------------------------------------------------------------------ tensors
-PAD, UNK = "<pad>", "<unk>"
-
-
-class Vocab:
-    def __init__(self, tokens: list[str]):
-        self.itos = [PAD, UNK] + [t for t in tokens if t not in (PAD, UNK)]
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-
-    @classmethod
-    def build(cls, token_lists, min_count: int = 1) -> "Vocab":
-        """Vocabulary of the tokens in ``token_lists`` (an iterable of token *lists*)."""
-        c: Counter = Counter()
-        for toks in token_lists:
-            if isinstance(toks, str):  # a bare string would be counted character by character
-                raise TypeError(f"Vocab.build takes token lists, got the string {toks!r}")
-            c.update(toks)
-        return cls(sorted(t for t, n in c.items() if n >= min_count))
-
-    def encode(self, toks: list[str]) -> list[int]:
-        return [self.stoi.get(t, 1) for t in toks] or [1]
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def fingerprint(self) -> str:
-        return hashlib.sha256("\n".join(self.itos).encode()).hexdigest()
-
-
 def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50):
     """-> (mr_ids, out_ids, ratings) lists; outputs longer than max_len tokens keep their first max_len
     (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs)."""
@@ -277,14 +260,6 @@ def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, ma
         outs.append(vocab.encode(d.out_tokens)[:max_len])
         ys.append(i.rating)
     return mrs, outs, ys
-
-
-def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    lens = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    x = torch.zeros(len(seqs), int(lens.max()), dtype=torch.long)
-    for j, s in enumerate(seqs):
-        x[j, :len(s)] = torch.tensor(s, dtype=torch.long)
-    return x, lens
 
 
 class RatingDataset(torch.utils.data.Dataset):
@@ -298,8 +273,13 @@ class RatingDataset(torch.utils.data.Dataset):
         return self.mrs[i], self.outs[i], self.ys[i]
 
 
-def collate(items):
-    mrs, outs, ys = zip(*items)
-    m, ml = pad_batch(list(mrs))
-    o, ol = pad_batch(list(outs))
-    return {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(ys, dtype=torch.float32)}
+
+def make_loader(insts: list[Instance], vocab: Vocab, delex: bool, batch_size: int, shuffle: bool,
+                seed: int = 0) -> torch.utils.data.DataLoader:
+    """Batches of encoded instances (:func:`qe.ratpred.model.collate`); a shuffled loader draws its order from
+    its own generator seeded with ``seed``, so the order does not depend on what else consumed torch's RNG."""
+    ds = RatingDataset(*encode_instances(insts, vocab, delex))
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,
+                                       generator=g if shuffle else None, num_workers=0)

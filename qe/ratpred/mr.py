@@ -11,6 +11,11 @@
   ``yes or no``) are kept, as in the paper. Only the slots in :data:`DELEX_SLOTS` are delexicalised (the slot
   list of the authors' released converter: names, areas, food, prices, addresses, phone numbers, counts,
   types).
+* :func:`delexicalise_text` is the string-level variant for reference metrics (an output or a reference against
+  its MR, e.g. to compare with metric columns computed on delexicalised text): every whole-word occurrence of
+  every slot's value becomes ``x-<slot>`` in the lower-cased text (longest value first); no tokenisation, all
+  slots, and only unknown / don't care / binary values and BAGEL's anonymised ``X`` are kept
+  (:data:`TEXT_KEEP_VALUES`).
 * :func:`relexicalise` puts values back: the k-th ``X-<slot>`` placeholder in a token list gets the k-th
   value of that slot (the last one if there are more placeholders than values, e.g. after a synthetic
   "duplicate" error).
@@ -19,6 +24,7 @@ Outputs are lower-cased and tokenised with :func:`qe.tokenization.word_tokenize`
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from qe.data.references import parse_mr
@@ -31,6 +37,8 @@ DELEX_SLOTS = frozenset({"count", "addr", "area", "food", "price", "phone", "nea
                          "address", "eattype", "type", "goodformeal", "name"})
 #: values never delexicalised: unknown, don't care and binary values
 KEEP_VALUES = frozenset({"none", "dontcare", "dont_care", "yes", "no", "yes or no", "?", ""})
+#: values :func:`delexicalise_text` keeps (unknown, don't care, binary, BAGEL's anonymised ``X``)
+TEXT_KEEP_VALUES = frozenset({"yes", "no", "none", "dontcare", "dont_care", "x"})
 
 
 def norm_slot(slot: str) -> str:
@@ -184,6 +192,17 @@ def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: st
             out.append(toks[i])
             i += 1
     return Delex(linearise_slots(act, dslots), out, values)
+
+
+def delexicalise_text(text: str, mr: str, keep: frozenset[str] = TEXT_KEEP_VALUES, where: str = "<mr>") -> str:
+    """``text`` lower-cased, every whole-word occurrence of each MR value (longest first) replaced by
+    ``x-<slot>`` (slot names as :func:`norm_slot`); values in ``keep`` stay. See the module docstring."""
+    _, slots = parse(mr, where)
+    t = text.lower()
+    vals = [(v, s) for s, v in slots if v and v not in keep]
+    for v, s in sorted(vals, key=lambda x: -len(x[0])):
+        t = re.sub(r"(?<!\w)" + re.escape(v) + r"(?!\w)", f"x-{s}", t)
+    return t
 
 
 def relexicalise(tokens: list[str], values: dict[str, list[list[str]]]) -> list[str]:

@@ -5,25 +5,26 @@ Predictions are rounded to the export's precision (0.5) and clipped to the train
 the paper; ``qe.load(export, rounded=False)`` returns the raw regression values. MRs are required (a
 ``MissingInputError`` says so); an unparsable MR raises ``RecordError`` naming its index. Empty outputs are
 scored as a sequence of one unknown token (a defined, low-information input). Inputs are batched by a
-token budget after sorting by length; GRUs have no window, so long inputs are scored whole. Scores come back
-in input order.
+token budget (MR + output tokens) after sorting by length (:func:`qe.core.runtime.run_length_batched`); GRUs
+have no window, so long inputs are scored whole. Scores come back in input order.
+
+Imports only the family's format and model modules (no Lightning, Hydra or training code).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from qe.export import read_manifest, verify_checksum
-from qe.ratpred.data import Vocab, collate
-from qe.ratpred.module import RatPredNet, round_clip
-from qe.ratpred.mr import delexicalise
-from qe.ratpred.task import EXPORT_KIND, MODEL_FILE, VOCAB_FILE
-
+from qe.core.runtime import default_budget, pick_device, run_length_batched
 from qe.core.scorer import Scorer
+from qe.ratpred.format import load_export
+from qe.ratpred.model import collate, round_clip
+from qe.ratpred.mr import delexicalise
+
+#: padded (MR + output) tokens per forward pass
+BUDGET = {"gpu": 200_000, "cpu": 20_000}
 
 
 class RatPredScorer(Scorer):
@@ -32,27 +33,15 @@ class RatPredScorer(Scorer):
 
     def __init__(self, export_dir: str | Path, device: str | None = None, rounded: bool = True,
                  max_tokens: int | None = None, verify: bool = True, manifest: dict | None = None):
-        from safetensors.torch import load_model
-
         self.export_dir = Path(export_dir)
-        self.manifest = manifest or read_manifest(self.export_dir, expected_kind=EXPORT_KIND)
-        if verify:
-            verify_checksum(self.export_dir, self.manifest)
+        self.manifest, net, self.vocab = load_export(self.export_dir, manifest, verify=verify)
         cfg = self.manifest["config"]
-        self.vocab = Vocab(json.loads((self.export_dir / VOCAB_FILE).read_text(encoding="utf-8"))[2:])
-        if len(self.vocab) != cfg["model"]["vocab_size"]:
-            raise ValueError(f"{export_dir}: vocabulary has {len(self.vocab)} entries, model expects "
-                             f"{cfg['model']['vocab_size']}")
         self.delex = bool(cfg.get("delex", True))
         self.predict_cfg = cfg.get("predict", {})
         self.rounded = rounded
-        if device in (None, "auto"):
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(device)
-        self.net = RatPredNet(**cfg["model"])
-        load_model(self.net, str(self.export_dir / MODEL_FILE), device="cpu")
-        self.net.to(self.device).eval()
-        self.max_tokens = int(max_tokens or (200_000 if self.device.type == "cuda" else 20_000))
+        self.device = pick_device(device)
+        self.net = net.to(self.device).eval()
+        self.max_tokens = int(max_tokens or default_budget(self.device, **BUDGET))
         self._checksum = self.manifest.get("checksum", "")[:12]
 
     @property
@@ -70,24 +59,14 @@ class RatPredScorer(Scorer):
         for i, (o, m) in enumerate(zip(outputs, mrs)):
             d = delexicalise(m, o, delex=self.delex, where=f"mrs[{i}]")
             enc.append((self.vocab.encode(d.mr_tokens), self.vocab.encode(d.out_tokens)))
-        order = sorted(range(len(enc)), key=lambda i: len(enc[i][0]) + len(enc[i][1]))
-        preds = np.zeros(len(enc))
-        batches, cur, longest = [], [], 0
-        for i in order:  # token budget: (batch size) x (longest MR + output) <= max_tokens
-            ln = len(enc[i][0]) + len(enc[i][1])
-            if cur and ((max(longest, ln) * (len(cur) + 1) > self.max_tokens) or
-                        (batch_size and len(cur) >= batch_size)):
-                batches.append(cur)
-                cur, longest = [], 0
-            cur.append(i)
-            longest = max(longest, ln)
-        if cur:
-            batches.append(cur)
-        for b in tqdm(batches, desc="RatPred", disable=not progress):
-            batch = collate([(enc[i][0], enc[i][1], 0.0) for i in b])
-            batch = {k: v.to(self.device) for k, v in batch.items()}
-            p = self.net(batch["mr"], batch["mr_len"], batch["out"], batch["out_len"]).float().cpu().numpy()
-            preds[b] = p
+
+        def run(idx: list[int]) -> list[float]:
+            batch = collate([(enc[i][0], enc[i][1], 0.0) for i in idx])
+            b = {k: v.to(self.device) for k, v in batch.items()}
+            return self.net(b["mr"], b["mr_len"], b["out"], b["out_len"]).float().cpu().tolist()
+
+        preds = np.asarray(run_length_batched([len(m) + len(o) for m, o in enc], run, max_tokens=self.max_tokens,
+                                              max_batch=batch_size, progress=progress, desc="RatPred"))
         if self.rounded:
             p = self.predict_cfg
             preds = round_clip(preds, p.get("round_to"), p.get("clip_lo"), p.get("clip_hi"))

@@ -1,13 +1,24 @@
-"""``task=qe``: the RatPred experiment runner (cross-validation or C1-C3) and the ``qe_gru`` export.
+"""``task=ratpred``: the RatPred LightningModule, the two-stage training and the experiment runner.
 
 ``python train.py experiment=ratpred_s4`` runs, for every seed in ``protocol.seeds`` and every fold in
 ``protocol.folds``: build the fold's training set for the setup (:mod:`qe.ratpred.data`), build the
-vocabulary from it, train with Lightning - with synthetic data first ``passes_synth`` passes over all data,
-then ``passes_orig`` passes over the original data, starting from the best stage-1 parameters; each stage
-keeps the parameters with its best dev (Pearson + Spearman) / 2 - and predict the test part. Per seed, the test predictions of all
-folds are pooled (cross-validation over the whole dataset) and scored (Pearson, Spearman, MAE, RMSE); the
-table reports the mean over seeds. ``results.json`` and ``predictions.jsonl`` go to the run directory; the
-model of the first (seed, fold) is exported (kind ``qe_gru``).
+vocabulary from it, train - with synthetic data first ``passes_synth`` passes over all data, then
+``passes_orig`` passes over the original data, starting from the best stage-1 parameters; each stage keeps the
+parameters with its best dev (Pearson + Spearman) / 2 (:class:`KeepBest`) - and predict the test part. Per
+seed, the test predictions of all folds are pooled (cross-validation over the whole dataset) and scored
+(Pearson, Spearman, MAE, RMSE); the table reports the mean over seeds. ``results.json`` and
+``predictions.jsonl`` go to the run directory; the model of the first (seed, fold) is exported (kind ``qe_gru``).
+
+Sub-runs. Every (seed, fold) lives in ``<run dir>/runs/seed{S}_fold{F}/``; each of its stages (``synth_all``,
+``original``) is fitted by :func:`qe.training.fit` with that stage directory as its run directory, so the
+configured trainer (precision, accelerator), loggers (``logger=csv`` writes ``<stage>/csv/version_*/metrics.csv``)
+and callbacks apply, and checkpoints go to ``<stage>/checkpoints``. A finished stage leaves ``stage.json`` and its
+best weights (``best.safetensors``); a finished (seed, fold) leaves ``result.json`` and ``predictions.jsonl``.
+With ``ckpt_path=last`` (the default) a rerun into the same ``hydra.run.dir`` reuses finished sub-runs and
+stages and resumes an interrupted stage from its ``last.ckpt`` (KeepBest's best-so-far is in the checkpoint);
+``ckpt_path=null`` starts afresh. A resumed run is not bit-identical to an uninterrupted one (torch's RNG is
+not restored), an uninterrupted run is bit-identical to the pre-sub-run runner (no sanity validation: iterating
+a loader draws from torch's RNG).
 
 The paper's protocol is ``passes_synth=20 passes_orig=500 seeds=[1,2,3,4,5] folds=[0,1,2,3,4]``; the
 presets default to it; ``protocol.patience`` stops a stage after that many passes without a dev gain.
@@ -16,6 +27,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,86 +38,237 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
+from qe.core.config import to_dict
 from qe.data.datasets import load_dataset
-from qe.export import export_writer
-from qe.ratpred.data import (SETUPS, Instance, RatingDataset, Vocab, build_training_set, collate, cv_fold,
-                             encode_instances, in_set_split, make_parts, real_instances, reference_pool)
+from qe.export import MANIFEST
+from qe.ratpred import format as fmt
+from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, make_loader, make_parts,
+                             real_instances, reference_pool)
+from qe.ratpred.model import RatPredNet, Vocab, correlations, round_clip
 from qe.ratpred.mr import delexicalise
-from qe.ratpred.module import KeepBest, RatPredModule, correlations, round_clip
-from qe.training import plain_config
+from qe.training import QEModule, fit, instantiate_model, log_metrics, plain_config
 
 log = logging.getLogger(__name__)
 
-EXPORT_KIND = "qe_gru"
-MODEL_FILE = "model.safetensors"
-VOCAB_FILE = "vocab.json"
+
+# ------------------------------------------------------------------------------------------------ module
+class RatPredModule(QEModule):
+    """The network, MSE training, dev correlations. Loss: mean squared error against the rating.
+
+    Validation reports Pearson and Spearman of the (rounded, clipped) predictions with the dev ratings and their
+    mean ``val/corr``, the dev-selection criterion ("Pearson and Spearman ... with equal importance").
+    ``vocab_size``, ``clip_lo`` / ``clip_hi`` (the training ratings' range, used when ``clip``) and ``init_bias``
+    (the mean training rating, used when ``init_bias_mean``) come from the task; ``batch_size`` is the runner's.
+    """
+
+    export_kind = fmt.EXPORT_KIND
+
+    def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
+                 dropout: float = 0.5, lr: float = 1e-4, batch_size: int = 20, round_to: float | None = 0.5,
+                 clip: bool = True, clip_lo: float | None = None, clip_hi: float | None = None,
+                 init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout)
+        if init_bias_mean and init_bias is not None:
+            # start at the mean training rating: otherwise the first hundreds of updates (Adam moves each
+            # weight by ~lr per step) only shift the output from 0 towards ~4.4, saturating the tanh layers
+            with torch.no_grad():
+                self.net.head.bias.fill_(float(init_bias))
+        self._val_pred: list[torch.Tensor] = []
+        self._val_gold: list[torch.Tensor] = []
+
+    def model_config(self) -> dict:
+        """The :class:`RatPredNet` kwargs (what the export's manifest stores)."""
+        h = self.hparams
+        return {k: h[k] for k in ("vocab_size", "embedding_dim", "hidden_size", "tanh_layers", "dropout")}
+
+    def predict_config(self) -> dict:
+        """The prediction rule: rounding precision and clip range (None: open)."""
+        h = self.hparams
+        lo, hi = (h.clip_lo, h.clip_hi) if h.clip else (None, None)
+        return {"round_to": h.round_to, "clip_lo": lo, "clip_hi": hi}
+
+    def forward(self, batch):
+        return self.net(batch["mr"], batch["mr_len"], batch["out"], batch["out_len"])
+
+    def training_step(self, batch, batch_idx):
+        loss = nn.functional.mse_loss(self(batch).float(), batch["y"])
+        self.log("train/mse", loss, prog_bar=True, batch_size=len(batch["y"]))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self._val_pred.append(self(batch).detach().float().cpu())
+        self._val_gold.append(batch["y"].detach().float().cpu())
+
+    def on_validation_epoch_end(self):
+        if not self._val_pred:
+            return
+        pred = torch.cat(self._val_pred).numpy()
+        gold = torch.cat(self._val_gold).numpy()
+        self._val_pred.clear()
+        self._val_gold.clear()
+        p = self.predict_config()
+        m = correlations(round_clip(pred, p["round_to"], p["clip_lo"], p["clip_hi"]), gold)
+        raw = correlations(pred, gold)
+        m["corr_rounded"] = (m["pearson"] + m["spearman"]) / 2
+        m["corr_raw"] = (raw["pearson"] + raw["spearman"]) / 2
+        # selection criterion: on raw predictions by default - rounded predictions of an early, still
+        # narrow model collapse to one or two values and give a flat 0 that patience cannot see past
+        m["corr"] = m["corr_rounded"] if self.hparams.select_rounded else m["corr_raw"]
+        self.log_dict({f"val/{k}": float(v) for k, v in m.items()}, prog_bar=True)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+    def export(self, dest: str | Path, *, datamodule: Any = None, metrics: dict[str, Any] | None = None,
+               cfg: DictConfig | None = None, vocab: Vocab | None = None, config: dict | None = None,
+               data: dict | None = None) -> Path:
+        """Write a ``qe_gru`` export (:mod:`qe.ratpred.format`); ``vocab``: the training vocabulary (or
+        ``datamodule.vocab``); ``config``: further manifest settings (delex, setup, fold, ...)."""
+        vocab = vocab if vocab is not None else getattr(datamodule, "vocab", None)
+        if vocab is None:
+            raise ValueError("RatPredModule.export needs the training vocabulary (vocab=...)")
+        extra = dict(config or {})
+        if cfg is not None:
+            extra.setdefault("train", plain_config(cfg))
+        return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics)
+
+
+class KeepBest(pl.Callback):
+    """Keep the weights with the best ``val/corr`` in memory; optional patience (never before ``min_passes``
+    passes, like the authors' ``min_passes``). Its state (best score, weights, history) is saved in Lightning
+    checkpoints, so a stage resumed from ``last.ckpt`` keeps its best-so-far.
+
+    ``best`` / ``state`` can be seeded with an earlier score and weights (a later stage then only replaces
+    them when it beats that score).
+    """
+
+    def __init__(self, monitor: str = "val/corr", patience: int | None = None, best: float = -math.inf,
+                 state: dict | None = None, min_passes: int = 0):
+        self.monitor, self.patience, self.min_passes = monitor, patience, min_passes
+        self.best, self.state = best, state
+        self.best_epoch, self.history = -1, []
+        self._bad = 0
+
+    def on_validation_end(self, trainer, module):
+        if trainer.sanity_checking:
+            return
+        v = trainer.callback_metrics.get(self.monitor)
+        if v is None:
+            return
+        v = float(v)
+        self.history.append(v)
+        log.info("epoch %d %s=%.4f (best %.4f)", trainer.current_epoch, self.monitor, v, max(v, self.best))
+        if v > self.best:
+            self.best, self.best_epoch, self._bad = v, trainer.current_epoch, 0
+            self.state = {k: t.detach().cpu().clone() for k, t in module.state_dict().items()}
+        else:
+            self._bad += 1
+            if self.patience is not None and self._bad >= self.patience and \
+                    trainer.current_epoch + 1 >= self.min_passes:
+                trainer.should_stop = True
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "best_epoch": self.best_epoch, "history": list(self.history), "bad": self._bad,
+                "state": self.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.best, self.best_epoch = float(state["best"]), int(state["best_epoch"])
+        self.history, self._bad, self.state = list(state["history"]), int(state["bad"]), state["state"]
 
 
 # ---------------------------------------------------------------------------------------------- training
-def _loader(insts, vocab, delex, batch_size, shuffle, seed=0):
-    ds = RatingDataset(*encode_instances(insts, vocab, delex))
-    g = torch.Generator()
-    g.manual_seed(seed)
-    return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,
-                                       generator=g if shuffle else None, num_workers=0)
+#: stage name (as in results.json) -> its directory name under the (seed, fold) sub-run
+STAGE_DIRS = {"synth+all": "synth_all", "original": "original"}
 
 
-def _trainer(cfg: DictConfig | None, max_epochs: int, callbacks, logger=False) -> pl.Trainer:
-    kw: dict[str, Any] = dict(max_epochs=max_epochs, callbacks=callbacks, logger=logger, enable_checkpointing=False,
-                              num_sanity_val_steps=0, enable_model_summary=False, enable_progress_bar=False)
-    if cfg is not None and cfg.get("trainer") is not None:
-        t = OmegaConf.to_container(cfg.trainer, resolve=False)
-        for k in ("accelerator", "devices", "precision", "deterministic"):
-            if k in t:
-                kw[k] = t[k]
-    kw.setdefault("accelerator", "auto")
-    kw.setdefault("devices", 1)
-    return pl.Trainer(**kw)
+def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict) -> RatPredModule:
+    """The module from ``cfg.model`` (``_target_`` + ``_partial_``) or from plain kwargs, completed with what only
+    the task knows: vocabulary size, training ratings' range and mean, the dev-selection rule."""
+    supplied = dict(vocab_size=len(vocab), clip_lo=min(ratings), clip_hi=max(ratings),
+                    init_bias=float(np.mean(ratings)), select_rounded=bool(proto.get("select_rounded", False)))
+    if "_target_" in model_cfg:
+        return instantiate_model(model_cfg, **supplied)
+    return RatPredModule(**{**dict(model_cfg), **supplied})
 
 
-def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], model_cfg: dict, proto: dict,
-              seed: int, cfg: DictConfig | None = None) -> tuple[RatPredModule, Vocab, dict]:
-    """Two-stage training on one fold; returns the module with the best dev weights, its vocab and a log."""
+def _standalone_cfg(run_dir: Path) -> DictConfig:
+    """Trainer settings for :func:`train_one` without a composed config (tests, benchmarks): no logger, no
+    checkpoints, one device."""
+    return OmegaConf.create({"trainer": {"_target_": "lightning.pytorch.Trainer", "accelerator": "auto", "devices": 1,
+                                         "enable_progress_bar": False},
+                             "logger": None, "callbacks": None, "paths": {"output_dir": str(run_dir)}})
+
+
+def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], model_cfg: Any, proto: dict,
+              seed: int, cfg: DictConfig | None = None, run_dir: str | Path | None = None,
+              resume: bool = True) -> tuple[RatPredModule, Vocab, dict]:
+    """Two-stage training on one fold; returns the module with the best dev weights, its vocab and a log.
+
+    With ``run_dir``, stage ``k`` runs in ``run_dir/<stage>`` (loggers, checkpoints); with ``resume`` a finished
+    stage (``stage.json`` + ``best.safetensors``) is loaded instead of retrained and an interrupted one resumes
+    from its ``last.ckpt``."""
+    from safetensors.torch import load_file, save_file
+
     pl.seed_everything(seed, workers=True)
     delex = bool(proto.get("delex", True))
     train_all = orig + extra
     vocab = Vocab.build(d.mr_tokens + d.out_tokens
                         for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
-    ratings = [i.rating for i in orig]
-    module = RatPredModule(vocab_size=len(vocab), embedding_dim=int(model_cfg["embedding_dim"]),
-                           hidden_size=int(model_cfg["hidden_size"]), tanh_layers=int(model_cfg["tanh_layers"]),
-                           dropout=float(model_cfg["dropout"]), lr=float(model_cfg["lr"]),
-                           round_to=model_cfg.get("round_to"),
-                           clip_lo=min(ratings) if model_cfg.get("clip", True) else None,
-                           clip_hi=max(ratings) if model_cfg.get("clip", True) else None,
-                           select_rounded=bool(proto.get("select_rounded", False)),
-                           init_bias=float(np.mean(ratings)) if model_cfg.get("init_bias_mean", True) else None)
-    bs = int(model_cfg["batch_size"])
-    dev_loader = _loader(dev, vocab, delex, 256, False)
+    module = build_module(model_cfg, vocab, [i.rating for i in orig], proto)
+    bs = int(module.hparams.batch_size)
+    dev_loader = make_loader(dev, vocab, delex, 256, False)
     patience = proto.get("patience")
     min_passes = int(proto.get("min_passes") or 0)
-    keep = KeepBest(patience=patience)
     info: dict[str, Any] = {"vocab": len(vocab), "train_original": len(orig), "train_total": len(train_all)}
     t0 = time.perf_counter()
     stages = []
     if extra and int(proto["passes_synth"]) > 0:
         stages.append(("synth+all", train_all, int(proto["passes_synth"])))
     stages.append(("original", orig, int(proto["passes_orig"])))
-    for name, data, passes in stages:
-        # each stage keeps its own best (paper: 20 passes "keeping the best parameters", then the passes over
-        # the original data): the final model always comes from the original-data stage, so its output scale
-        # is that of real ratings (a stage-1 model selected on correlation alone can be badly miscalibrated)
-        keep = KeepBest(patience=patience, min_passes=min_passes)
-        tr = _trainer(cfg, passes, [keep])
-        tr.fit(module, train_dataloaders=_loader(data, vocab, delex, bs, True, seed), val_dataloaders=dev_loader)
-        stages_info = {"stage": name, "instances": len(data), "epochs_run": tr.current_epoch,
-                       "best_dev_corr": keep.best, "best_epoch": keep.best_epoch, "history": keep.history}
-        info.setdefault("stages", []).append(stages_info)
-        if keep.state is not None:
-            module.load_state_dict(keep.state)
+    tmp = None
+    if run_dir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="ratpred-")
+        run_dir, resume = Path(tmp.name), False
+    run_dir = Path(run_dir)
+    cfg = cfg if cfg is not None else _standalone_cfg(run_dir)
+    best = -math.inf
+    try:
+        for name, data, passes in stages:
+            # each stage keeps its own best (paper: 20 passes "keeping the best parameters", then the passes over
+            # the original data): the final model always comes from the original-data stage, so its output scale
+            # is that of real ratings (a stage-1 model selected on correlation alone can be badly miscalibrated)
+            sdir = run_dir / STAGE_DIRS[name]
+            done, weights = sdir / "stage.json", sdir / "best.safetensors"
+            if resume and done.is_file() and weights.is_file():
+                stage_info = json.loads(done.read_text())
+                module.load_state_dict(load_file(str(weights)))
+                log.info("%s: finished earlier, best weights loaded", sdir)
+            else:
+                keep = KeepBest(patience=patience, min_passes=min_passes)
+                tr, _ = fit(cfg, module, run_dir=sdir, extra_callbacks=[keep],
+                            train_dataloaders=make_loader(data, vocab, delex, bs, True, seed),
+                            val_dataloaders=dev_loader, ckpt_path="last" if resume else None,
+                            max_epochs=passes, num_sanity_val_steps=0, enable_model_summary=False,
+                            gradient_clip_val=proto.get("gradient_clip_val"))
+                stage_info = {"stage": name, "instances": len(data), "epochs_run": tr.current_epoch,
+                              "best_dev_corr": keep.best, "best_epoch": keep.best_epoch, "history": keep.history}
+                if keep.state is not None:
+                    module.load_state_dict(keep.state)
+                if tmp is None:
+                    sdir.mkdir(parents=True, exist_ok=True)
+                    save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}, str(weights))
+                    done.write_text(json.dumps(stage_info, indent=1))
+            info.setdefault("stages", []).append(stage_info)
+            best = stage_info["best_dev_corr"]
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
     info["seconds"] = time.perf_counter() - t0
-    info["best_dev_corr"] = keep.best
+    info["best_dev_corr"] = best
     return module, vocab, info
 
 
@@ -113,13 +278,13 @@ def predict(module: RatPredModule, vocab: Vocab, insts: list[Instance], delex: b
     module.eval()
     dev = next(module.parameters()).device
     out = []
-    for b in _loader(insts, vocab, delex, batch_size, False):
+    for b in make_loader(insts, vocab, delex, batch_size, False):
         b = {k: v.to(dev) for k, v in b.items()}
         out.append(module(b).float().cpu())
     p = torch.cat(out).numpy() if out else np.zeros(0)
     if rounded:
-        h = module.hparams
-        p = round_clip(p, h.round_to, h.clip_lo, h.clip_hi)
+        c = module.predict_config()
+        p = round_clip(p, c["round_to"], c["clip_lo"], c["clip_hi"])
     return p
 
 
@@ -132,7 +297,7 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
         folds = list(proto.folds) if proto.get("folds") is not None else list(range(int(proto.n_parts)))
         return [(f, *cv_fold(parts, f, int(proto.n_train_parts), int(proto.n_dev_parts))) for f in folds]
     if mode in ("C1", "C2", "C3"):
-        sp = in_set_split(records, dict(proto.in_set), int(proto.n_small), int(proto.n_small_dev),
+        sp = in_set_split(records, to_dict(proto.in_set), int(proto.n_small), int(proto.n_small_dev),
                           int(proto.part_seed), str(proto.get("group_by", "mr_output")))
         train = {"C1": sp["small_train"], "C2": sp["out_train"], "C3": sp["out_train"] + sp["small_train"]}[mode]
         dev = sp["out_dev"] if mode == "C2" else sp["small_dev"]
@@ -140,59 +305,74 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
     raise ValueError(f"protocol.mode={mode!r}: use cv, C1, C2 or C3")
 
 
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    tmp.replace(path)
+
+
+def _resume_mode(cfg: DictConfig) -> bool:
+    ckpt = cfg.get("ckpt_path", "last")
+    if ckpt in (None, "", "none", "null"):
+        return False
+    if ckpt != "last":
+        raise ValueError(f"ckpt_path={ckpt}: task=ratpred runs many sub-runs; use ckpt_path=last (resume each "
+                         "sub-run of this run directory) or ckpt_path=null (start afresh)")
+    return True
+
+
+def _check_callbacks(cfg: DictConfig) -> None:
+    for key, conf in (cfg.get("callbacks") or {}).items():
+        if conf is not None and str(conf.get("_target_", "")).endswith("EarlyStopping"):
+            log.warning("callbacks.%s (EarlyStopping) is active: stages stop before their passes are done, unlike "
+                        "the paper (callbacks.%s=null; protocol.patience is RatPred's own patience)", key, key)
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Hydra runner (``task.runner``): the whole protocol; returns summary metrics."""
     torch.set_num_threads(int(cfg.protocol.get("threads") or torch.get_num_threads()))
+    _check_callbacks(cfg)
+    resume = _resume_mode(cfg)
     d = cfg.data
     records = load_dataset(d.dataset, data_dir=cfg.paths.data_dir,
                            **({"datasets": list(d.datasets)} if d.get("datasets") else {}))
-    proto = OmegaConf.to_container(cfg.protocol, resolve=True)
+    proto = to_dict(cfg.protocol)
     setup = str(proto["setup"])
+    delex = bool(proto.get("delex", True))
     sources = tuple(proto.get("sources") or SETUPS[setup])
     pool = reference_pool(cfg.paths.data_dir) if {"source_train", "source_all"} & set(sources) else None
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = _splits(cfg, records)
     seeds = list(proto["seeds"])
     per_seed, per_seed_raw, runs, preds_rows = [], [], [], []
-    first = None
+    first_dir = None
     for seed in seeds:
         all_pred, all_raw, all_gold = [], [], []
         for fold, train, dev, test in splits:
-            orig, extra, counts = build_training_set(
-                train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
-                seed=int(seed) * 1000 + fold, ref_pool=pool, delex=bool(proto.get("delex", True)))
-            dev_i = real_instances(dev, str(d.target))  # checks MR present and rating a number, naming the record
-            test_i = real_instances(test, str(d.target))
-            module, vocab, info = train_one(orig, extra, dev_i, model_cfg, proto, int(seed), cfg)
-            raw = predict(module, vocab, test_i, bool(proto.get("delex", True)), rounded=False)
-            h = module.hparams
-            p = round_clip(raw, h.round_to, h.clip_lo, h.clip_hi)
-            gold = np.array([i.rating for i in test_i])
-            m = correlations(p, gold)
-            m_raw = correlations(raw, gold)
-            log.info("setup %s seed %s fold %s: %s  (%d train instances, %.0fs)", setup, seed, fold,
-                     {k: round(v, 3) for k, v in m.items()}, info["train_total"], info["seconds"])
-            print(f"[ratpred {setup} seed={seed} fold={fold}] test {json.dumps({k: round(v, 3) for k, v in m.items()})}"
-                  f" raw {json.dumps({k: round(v, 3) for k, v in m_raw.items()})}"
-                  f" train={info['train_total']} dev_corr={info['best_dev_corr']:.3f} {info['seconds']:.0f}s",
-                  flush=True)
-            runs.append({"seed": seed, "fold": fold, "counts": counts, "test": m, "test_raw": m_raw, "dev": len(dev),
-                         **info})
-            all_pred.extend(p.tolist())
-            all_raw.extend(raw.tolist())
-            all_gold.extend(gold.tolist())
-            preds_rows.extend({"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y),
-                               "gold": i.rating} for i, x, y in zip(test_i, p, raw))
-            with open(out_dir / "predictions.jsonl", "w") as f:  # after every fold: an interrupted run keeps them
-                for row in preds_rows:
-                    f.write(json.dumps(row) + "\n")
+            sub = out_dir / "runs" / f"seed{seed}_fold{fold}"
+            first_dir = first_dir or sub
+            if resume and (sub / "result.json").is_file():
+                run_info = json.loads((sub / "result.json").read_text())
+                rows = [json.loads(x) for x in open(sub / "predictions.jsonl")]
+                print(f"[ratpred {setup} seed={seed} fold={fold}] finished earlier: {sub}", flush=True)
+            else:
+                if not resume and sub.exists():
+                    shutil.rmtree(sub)
+                run_info, rows = _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub,
+                                          resume, export=bool(cfg.get("export")) and sub == first_dir,
+                                          n_records=len(records))
+            runs.append(run_info)
+            all_pred.extend(r["pred"] for r in rows)
+            all_raw.extend(r["raw"] for r in rows)
+            all_gold.extend(r["gold"] for r in rows)
+            preds_rows.extend(rows)
+            _write_jsonl(out_dir / "predictions.jsonl", preds_rows)  # after every fold: an interrupted run keeps them
             (out_dir / "results.json").write_text(json.dumps(
                 {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "partial": True,
                  "runs": runs}, indent=1, default=str))
-            if first is None:
-                first = (module, vocab, info, m, fold, seed)
         per_seed.append(correlations(all_pred, all_gold))
         per_seed_raw.append(correlations(all_raw, all_gold))
     summary = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
@@ -202,40 +382,62 @@ def run(cfg: DictConfig) -> dict[str, Any]:
               "summary_raw": {k: float(np.mean([s[k] for s in per_seed_raw])) for k in per_seed_raw[0]}, "runs": runs,
               "config": plain_config(cfg)}
     (out_dir / "results.json").write_text(json.dumps(result, indent=1, default=str))
-    with open(out_dir / "predictions.jsonl", "w") as f:
-        for row in preds_rows:
-            f.write(json.dumps(row) + "\n")
+    _write_jsonl(out_dir / "predictions.jsonl", preds_rows)
     print(f"\nRatPred {setup} ({proto.get('mode', 'cv')}, seeds={seeds}): "
           + "  ".join(f"{k}={v:.3f}" for k, v in summary.items()))
     print(f"results: {out_dir / 'results.json'}")
     metrics: dict[str, Any] = {f"test/{k}": v for k, v in summary.items()}
     metrics["val/corr"] = float(np.mean([r["best_dev_corr"] for r in runs]))
-    if cfg.get("export") and first is not None:
-        module, vocab, info, m, fold, seed = first
-        dest = Path(cfg.export_dir).expanduser()
-        path = save_export(dest, module, vocab, {"delex": bool(proto.get("delex", True)), "target": str(d.target),
-                                                 "setup": setup, "fold": fold, "seed": seed,
-                                                 "train": plain_config(cfg)},
-                           data={"name": str(d.dataset), "records": len(records), "train_instances": info["train_total"]},
-                           metrics={f"test/{k}": v for k, v in m.items()} | {"val/corr": info["best_dev_corr"]})
-        metrics["export_path"] = str(path)
-        print(f"export written to: {path}")
+    log_metrics(cfg, metrics, run_dir=out_dir)
+    if cfg.get("export") and first_dir is not None:
+        src = first_dir / "export"
+        if not (src / MANIFEST).is_file():
+            log.warning("%s has no export (its sub-run finished in a run with export=false): nothing exported", first_dir)
+        else:
+            man, net, vocab = fmt.load_export(src)
+            c = man["config"]
+            path = fmt.save_export(Path(cfg.export_dir).expanduser(), net, vocab, c["model"], c["predict"],
+                                   {k: v for k, v in c.items() if k not in ("model", "predict", "vocab_sha256")},
+                                   data=man.get("data"), metrics=man.get("metrics"))
+            metrics["export_path"] = str(path)
+            print(f"export written to: {path}")
     return metrics
 
 
-# ------------------------------------------------------------------------------------------------ export
-def save_export(dest: str | Path, module: RatPredModule, vocab: Vocab, extra_config: dict | None = None,
-                data: dict | None = None, metrics: dict | None = None) -> Path:
-    """Write a ``qe_gru`` export: weights (safetensors), vocabulary (JSON), prediction settings."""
-    from safetensors.torch import save_model
-
-    net = module.net.float().cpu().eval()
-    h = module.hparams
-    config = {"model": module.model_config(),
-              "predict": {"round_to": h.round_to, "clip_lo": h.clip_lo, "clip_hi": h.clip_hi},
-              "vocab_sha256": vocab.fingerprint(), **(extra_config or {})}
-    dest = Path(dest)
-    with export_writer(dest, kind=EXPORT_KIND, config=config, data=data, metrics=metrics) as tmp:
-        save_model(net, str(tmp / MODEL_FILE))
-        (tmp / VOCAB_FILE).write_text(json.dumps(vocab.itos, ensure_ascii=False))
-    return dest.resolve()
+def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub: Path, resume: bool,
+             export: bool, n_records: int) -> tuple[dict, list[dict]]:
+    """Train and test one (seed, fold) in its sub-run directory; returns its result entry and test predictions."""
+    delex = bool(proto.get("delex", True))
+    orig, extra, counts = build_training_set(
+        train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
+        seed=int(seed) * 1000 + fold, ref_pool=pool, delex=delex)
+    dev_i = real_instances(dev, str(d.target))  # checks MR present and rating a number, naming the record
+    test_i = real_instances(test, str(d.target))
+    module, vocab, info = train_one(orig, extra, dev_i, cfg.model, proto, int(seed), cfg, run_dir=sub, resume=resume)
+    raw = predict(module, vocab, test_i, delex, rounded=False)
+    c = module.predict_config()
+    p = round_clip(raw, c["round_to"], c["clip_lo"], c["clip_hi"])
+    gold = np.array([i.rating for i in test_i])
+    m = correlations(p, gold)
+    m_raw = correlations(raw, gold)
+    log.info("setup %s seed %s fold %s: %s  (%d train instances, %.0fs)", setup, seed, fold,
+             {k: round(v, 3) for k, v in m.items()}, info["train_total"], info["seconds"])
+    print(f"[ratpred {setup} seed={seed} fold={fold}] test {json.dumps({k: round(v, 3) for k, v in m.items()})}"
+          f" raw {json.dumps({k: round(v, 3) for k, v in m_raw.items()})}"
+          f" train={info['train_total']} dev_corr={info['best_dev_corr']:.3f} {info['seconds']:.0f}s", flush=True)
+    run_info = {"seed": seed, "fold": fold, "counts": counts, "test": m, "test_raw": m_raw, "dev": len(dev), **info}
+    rows = [{"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y), "gold": i.rating}
+            for i, x, y in zip(test_i, p, raw)]
+    log_metrics(cfg, {f"test/{k}": v for k, v in m.items()} | {f"test_raw/{k}": v for k, v in m_raw.items()},
+                run_dir=sub, hparams=False)
+    if export:
+        module.export(sub / "export", vocab=vocab, cfg=cfg,
+                      config={"delex": delex, "target": str(d.target), "setup": setup, "fold": fold, "seed": seed},
+                      data={"name": str(d.dataset), "records": n_records, "train_instances": info["train_total"]},
+                      metrics={f"test/{k}": v for k, v in m.items()} | {"val/corr": info["best_dev_corr"]})
+    _write_jsonl(sub / "predictions.jsonl", rows)
+    (sub / "result.json").write_text(json.dumps(run_info, indent=1, default=str))  # last: marks the sub-run done
+    if not proto.get("keep_checkpoints", False):
+        for stage_dir in STAGE_DIRS.values():
+            shutil.rmtree(sub / stage_dir / "checkpoints", ignore_errors=True)
+    return run_info, rows

@@ -1,13 +1,23 @@
-"""Markdown Table 3 (ours beside the paper's) from baseline and runner outputs.
+"""Dušek, Novikova & Rieser 2017 (RatPred): Table 3 / 4 baselines and report, from the library's scorers and runs.
 
-    PYTHONPATH=. python -m qe.ratpred.report outputs/ratpred_baselines.json outputs/qe_ratpred/runs/*/results.json
-    PYTHONPATH=. python -m qe.ratpred.report --folds=0,2 <run>/results.json     # only these test folds
-    PYTHONPATH=. python -m qe.ratpred.report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
-    PYTHONPATH=. python -m qe.ratpred.report --williams <S1 run> <S4 run> ...      # + significance table
+    PYTHONPATH=. python -m experiments.ratpred baselines [--out outputs/ratpred_baselines.json]
+    PYTHONPATH=. python -m experiments.ratpred report outputs/ratpred_baselines.json outputs/ratpred/runs/*/results.json
+    PYTHONPATH=. python -m experiments.ratpred report --folds=0,2 <run>/results.json     # only these test folds
+    PYTHONPATH=. python -m experiments.ratpred report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
+    PYTHONPATH=. python -m experiments.ratpred report --williams <S1 run> <S4 run> ...      # + significance table
 
-Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run short) are pooled:
-their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear twice) and
-scored together, exactly as one run over all folds would.
+**Baselines** (``baselines``): the constant baseline (per CV fold, the training parts' mean rating, rounded to
+0.5; the paper's constant is 4.5) and the word-overlap metrics, each output against all its references from
+:mod:`qe.data.references`, computed with the library's registered scorers - ``qe.load("bleu-4" | "meteor" |
+"rouge-l" | "cider-d")`` (:mod:`qe.refmetrics`). Normalisation to ratings as the authors' ``metric_to_rating``
+script: min-max over all outputs to [0, 1], then 10 bins of 0.1 (floor) mapped to 1, 1.5, ..., 6. The authors'
+own metric columns shipped in the EMNLP17 file (computed against their references) are scored the same way for
+comparison.
+
+**Report** (``report``): Markdown Table 3 (ours beside the paper's) from the baseline file and the runner's
+``results.json`` files. Runs of the same setup (e.g. folds [0,1,2] and [3,4] run separately to keep each run
+short) are pooled: their ``predictions.jsonl`` test predictions are concatenated per seed (a fold must not appear
+twice) and scored together, exactly as one run over all folds would.
 
 ``--ensemble`` adds, for every setup run with two or more seeds, a row that is *not* the paper's protocol
 (the paper averages the metrics over seeds): the seeds' raw predictions are averaged per test output, then
@@ -17,15 +27,86 @@ clip the runner applies) and scored once.
 ``--williams`` adds the paper's significance checks (Section 4.1: Williams test on Pearson correlations, as in
 Table 3): per setup and seed, is the setup's rounded-prediction correlation with the human rating larger than
 (a) that of S1 with the same seed, (b) that of each word-overlap metric (the authors' metric columns of the
-EMNLP17 file, normalised as :func:`qe.ratpred.baselines.to_rating`), on the same test outputs? One-sided p,
-and Holm-adjusted p over all the tests in the table (one family), so that the many comparisons do not
-inflate the number of "significant" rows (Reiter & Belz 2009).
+EMNLP17 file, normalised as :func:`to_rating`), on the same test outputs? One-sided p, and Holm-adjusted p over
+all the tests in the table (one family), so that the many comparisons do not inflate the number of
+"significant" rows (Reiter & Belz 2009).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from pathlib import Path
 
+import numpy as np
+
+from qe.ratpred.model import correlations
+
+#: Table 3 metric rows -> the registered scorer (qe.refmetrics) that computes them
+METRICS = {"BLEU": "bleu-4", "METEOR": "meteor", "ROUGE-L": "rouge-l", "CIDEr": "cider-d"}
+#: Table 3 metric rows -> the authors' column of the EMNLP17 file
+AUTHOR_COLUMNS = {"BLEU": "Bleu_4", "METEOR": "METEOR", "ROUGE-L": "ROUGE_L", "CIDEr": "CIDEr"}
+
+
+def to_rating(scores, lo: float = 1.0, hi: float = 6.0, step: float = 0.5) -> np.ndarray:
+    """Min-max to [0, 1], then floor into (hi - lo) / step bins: 1, 1.5, ..., 6 (the authors' quantisation)."""
+    m = np.asarray(scores, dtype=np.float64)
+    rng = m.max() - m.min()
+    m = (m - m.min()) / rng if rng > 0 else np.zeros_like(m)
+    nvals = (hi - lo) / step
+    return lo + np.floor(m * nvals + 1e-9) * step
+
+
+def constant_baseline(records, target="quality", n_parts=5, part_seed=1206, round_to=0.5):
+    from qe.ratpred.data import cv_fold, make_parts
+
+    parts = make_parts(records, n_parts, part_seed)
+    pred, gold = [], []
+    for f in range(n_parts):
+        tr, _, te = cv_fold(parts, f)
+        mean = float(np.mean([r.ratings[target] for r in tr]))
+        c = round(mean / round_to) * round_to if round_to else mean
+        pred += [c] * len(te)
+        gold += [r.ratings[target] for r in te]
+    m = correlations(pred, gold)
+    m["pearson"] = m["spearman"] = float("nan")  # undefined for a constant
+    return m
+
+
+def baselines_main(argv=None):
+    import qe
+    from qe.data import load_dataset
+
+    ap = argparse.ArgumentParser(description="Table 3 baselines: constant and word-overlap metric rows")
+    ap.add_argument("--target", default="quality")
+    ap.add_argument("--out", default="outputs/ratpred_baselines.json")
+    args = ap.parse_args(argv)
+    recs = load_dataset("emnlp17_refs")
+    gold = np.array([r.ratings[args.target] for r in recs])
+    outs = [r.output for r in recs]
+    refs = [r.refs for r in recs]
+    rows = {"Constant": constant_baseline(recs, args.target)}
+    raw, sigs = {}, {}
+    for name in METRICS:
+        scorer = qe.load(METRICS[name])
+        sigs[name] = scorer.signature
+        raw[name] = scorer.score(outs, refs=refs, progress=False)
+        rows[f"{name}* (recomputed)"] = correlations(to_rating(raw[name]), gold)
+        rows[f"{name}* (authors' column)"] = correlations(
+            to_rating([r.metrics[AUTHOR_COLUMNS[name]] for r in recs]), gold)
+    print(f"{'':32s} {'Pearson':>8s} {'Spearman':>8s} {'MAE':>7s} {'RMSE':>7s}")
+    for k, m in rows.items():
+        print(f"{k:32s} {m['pearson']:8.3f} {m['spearman']:8.3f} {m['mae']:7.3f} {m['rmse']:7.3f}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"rows": rows, "n": len(recs), "signatures": sigs,
+                   "raw_means": {k: float(np.mean(v)) for k, v in raw.items()}}, f, indent=1)
+    for k, v in sigs.items():
+        print(f"{k}: {v}")
+    print(f"written: {args.out}")
+
+
+# ------------------------------------------------------------------------------------------------ report
 #: Dušek, Novikova & Rieser 2017, Table 3 (Pearson, Spearman, MAE, RMSE)
 PAPER = {
     "Constant": (None, None, 1.013, 1.233),
@@ -99,9 +180,6 @@ def table(baselines: dict | None, results: list[dict], ensemble: bool = False) -
 
 def pool(runs: list[dict], key: str = "pred") -> tuple[dict, list, list]:
     """Pool the test predictions of several result files (same setup) per seed; mean of metrics over seeds."""
-    import numpy as np
-
-    from qe.ratpred.module import correlations
 
     per_seed: dict = {}
     for r in runs:
@@ -124,9 +202,7 @@ def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: 
     """Average the raw test predictions of all seeds per (fold, output), round + clip, score once.
 
     Only outputs predicted by every seed enter (a partial run would otherwise mix 1- and 2-seed means)."""
-    import numpy as np
-
-    from qe.ratpred.module import correlations, round_clip
+    from qe.ratpred.model import round_clip
 
     seeds = {x["seed"] for r in runs for x in r["predictions"]}
     by_item: dict = {}
@@ -143,11 +219,8 @@ def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: 
 def williams_table(results: list[dict], data_dir: str | None = None) -> str:
     """Markdown table of one-sided Williams tests (rounded predictions): each cv setup vs S1 (same seed) and vs
     the authors' metric columns, on the pooled test outputs; Holm-adjusted over every test in the table."""
-    import numpy as np
-
     from qe.data import load_dataset
     from qe.evaluation.stats import adjust_pvalues, williams_compare
-    from qe.ratpred.baselines import AUTHOR_COLUMNS, to_rating
 
     recs = load_dataset("emnlp17", data_dir=data_dir)
     metric = {name: dict(zip([r.id for r in recs], to_rating([r.metrics[col] for r in recs])))
@@ -182,8 +255,6 @@ def williams_table(results: list[dict], data_dir: str | None = None) -> str:
 
 
 def _load_result(path: str) -> dict:
-    from pathlib import Path
-
     d = json.load(open(path))
     if "rows" in d:
         return d
@@ -196,7 +267,7 @@ def _load_result(path: str) -> dict:
     return d
 
 
-def main(argv=None):
+def report_main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     folds = None
     ensemble = "--ensemble" in argv
@@ -227,6 +298,15 @@ def main(argv=None):
     if williams:
         print()
         print(williams_table(res))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m experiments.ratpred", description="RatPred Table 3 / 4 rows "
+                                 "(see the module docstring)")
+    ap.add_argument("command", choices=["baselines", "report"])
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
+    a = ap.parse_args(argv)
+    return (baselines_main if a.command == "baselines" else report_main)(a.args)
 
 
 if __name__ == "__main__":

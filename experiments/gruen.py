@@ -1,8 +1,9 @@
-"""Does an SOP head prefer the original sentence order? Discrimination test for GRUEN's coherence module.
+"""GRUEN (Zhu & Bhat 2020) reproductions: the coherence module's order discrimination and the Table 3 comparison.
 
-Each document (>= 2 sentences) is scored in its original order and in ``--shuffles`` seeded random
-permutations that differ from it; the head's mean SOP loss over all splits (:class:`CoherenceModel`, the
-scorer's own computation, y_c = -loss) is compared per (document, permutation):
+``order`` — does an SOP head prefer the original sentence order? Each document (>= 2 sentences) is scored in its
+original order and in ``--shuffles`` seeded random permutations that differ from it; the head's mean SOP loss over
+all splits (:class:`qe.gruen.coherence.CoherenceModel`, the scorer's own computation, y_c = -loss) is compared per
+(document, permutation):
 
 * **accuracy** — fraction of pairs where the original has the lower loss (ties count 1/2; chance = 0.5),
 * mean loss of original and shuffled orders, and a one-sided Wilcoxon signed-rank test on the paired
@@ -14,8 +15,12 @@ Documents come from a rated dataset (``--dataset ner18``: outputs split with GRU
 document source of ``task=sop`` (``--docs wikitext2:test``, ``--docs brown``); ``--skip`` / ``--limit`` select
 which, e.g. to leave out the documents a training run validated on.
 
-    PYTHONPATH=. python -m qe.gruen.order_eval --sop exports/sop_minilm --docs wikitext2:test --skip 300 --limit 500
-    PYTHONPATH=. python -m qe.gruen.order_eval --sop exports/sop_minilm --dataset ner18 --rating coherence
+``table3`` — Spearman / Pearson per dataset and rating of several ``task=gruen_tune`` reports beside the paper's
+Table 3 (``label=path/to/gruen_report.json`` ...; ``--split=all|dev|test``).
+
+    python -m experiments.gruen order --sop exports/sop_minilm --docs wikitext2:test --skip 300 --limit 500
+    python -m experiments.gruen order --sop exports/sop_minilm --dataset ner18 --rating coherence
+    python -m experiments.gruen table3 --split=all "paper-mode=runs/gruen/emnlp_GRUEN/gruen_report.json"
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import json
 import math
 import random
 import sys
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -89,8 +95,9 @@ def _documents(args) -> tuple[list[list[str]], list]:
     return load_documents([spec], args.data_dir), []
 
 
-def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def order_main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m experiments.gruen order",
+                                 description="original vs shuffled sentence order under an SOP head")
     ap.add_argument("--sop", required=True, help="SOP export, HF pair classifier folder or ALBERT checkpoint")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="rated dataset name (load_dataset), e.g. ner18")
@@ -136,5 +143,46 @@ def main(argv=None) -> dict:
     return res
 
 
+PAPER_TABLE3 = {  # Zhu & Bhat 2020, Table 3: GRUEN (bert-base-cased PLL + CoLA, ALBERT SOP), all outputs
+    "BAGEL/naturalness": (0.22, 0.32), "BAGEL/quality": (0.19, 0.26),
+    "SFHOT/naturalness": (0.44, 0.48), "SFHOT/quality": (0.44, 0.51),
+    "SFRES/naturalness": (0.24, 0.25), "SFRES/quality": (0.27, 0.27),
+}
+
+
+def markdown(reports: dict[str, str], split: str = "all") -> str:
+    """A table of Spearman / Pearson per dataset and rating for several reports (label -> gruen_report.json)."""
+    loaded = {k: json.loads(Path(v).read_text()) for k, v in reports.items()}
+    head = "| dataset / rating | paper ρ / r | " + " | ".join(f"{k} ρ / r" for k in loaded) + " |"
+    lines = [head, "|" + "---|" * (2 + len(loaded))]
+    for key, (pr, pp) in PAPER_TABLE3.items():
+        cells = []
+        for rep in loaded.values():
+            v = rep.get(split, {}).get(key)
+            cells.append("—" if v is None else f"{v['spearman']:.2f} / {v['pearson']:.2f} (n={v['n']})")
+        lines.append(f"| {key} | {pr:.2f} / {pp:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table3_main(argv=None) -> str:
+    args = list(argv or [])
+    split = "all"
+    if args and args[0].startswith("--split="):
+        split, args = args[0].split("=", 1)[1], args[1:]
+    if not args:
+        raise SystemExit("usage: python -m experiments.gruen table3 [--split=all|dev|test] label=gruen_report.json ...")
+    table = markdown(dict(a.split("=", 1) for a in args), split)
+    print(table)
+    return table
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"order": order_main, "table3": table3_main}
+    if not argv or argv[0] not in commands:
+        raise SystemExit(f"usage: python -m experiments.gruen {{{'|'.join(commands)}}} ...  (see the module docstring)")
+    return commands[argv[0]](argv[1:])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
