@@ -81,3 +81,69 @@ def test_export_respects_umask(tmp_path):
     for p, want in [(tmp_path / "exp", 0o755), (tmp_path / "exp" / "sub", 0o755),
                     (tmp_path / "exp" / "sub" / "w.bin", 0o644), (tmp_path / "exp" / "qe_export.json", 0o644)]:
         assert stat.S_IMODE(p.stat().st_mode) == want, p
+
+
+# ---------------------------------------------------------------------------------------------- one tiny step
+# What makes each task tiny (everything else comes from the task's / experiment's own config).
+RATPRED_TINY = ["data.dataset=sample", "protocol.seeds=[1]", "protocol.folds=[0]", "protocol.passes_synth=1",
+                "protocol.passes_orig=1", "protocol.max_errors=1", "model.embedding_dim=8", "model.hidden_size=8",
+                "model.batch_size=16", "protocol.n_small=20", "protocol.n_small_dev=10",
+                "protocol.in_set={dataset: SAMPLE-HOTEL}", "trainer.log_every_n_steps=1"]
+HF_TINY = ["data.max_train=16", "data.max_val=16", "data.batch_size=8", "debug=fast", "trainer.limit_train_batches=1",
+           "trainer.limit_val_batches=1", "trainer.val_check_interval=1.0", "ckpt_path=null"]
+TINY = {
+    "lm": ["debug=fast", "model=lstm_lm_small", "model.hidden_size=16", "model.embedding_dim=16", "demo_sentences=[]"],
+    "ratpred": RATPRED_TINY + ["protocol.sources=[train_outputs]"],
+    "qe": RATPRED_TINY + ["protocol.sources=[train_outputs]"],
+    "svr": ["task.features=[rouge-l-mult,bleu-4]", "task.split.train=40", "task.split.dev=40", "task.progress=false"],
+    "cola": HF_TINY, "mlm": HF_TINY, "sop": HF_TINY,
+    "gruen_tune": ["gruen.dataset=sample", "gruen.max_records=20", "gruen.progress=false", "gruen.device=cpu"],
+}
+#: tasks that read ../shared/data even when tiny (CoLA, Brown + WikiText-2)
+NEEDS_DATA = {"cola", "mlm", "sop"}
+VARIANTS = {"csv-fp32": ["logger=csv"], "none-bf16": ["logger=none", "trainer.precision=bf16-mixed"]}
+
+
+def _task_of(group: str, name: str) -> str:
+    if group == "task":
+        return name
+    text = (CONF / "experiment" / f"{name}.yaml").read_text()
+    return next(line.split(":", 1)[1].strip() for line in text.splitlines() if "override /task:" in line)
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory):
+    from test_gruen import make_tiny
+
+    return make_tiny(tmp_path_factory.mktemp("tiny_hf"))
+
+
+def _tiny_overrides(task: str, tmp_path, tiny_hf) -> list[str]:
+    extra = list(TINY[task])
+    if task in ("cola", "mlm", "sop"):
+        extra.append(f"model.encoder={tiny_hf['mlm_dir']}")
+    if task == "gruen_tune":
+        extra += [f"gruen.models.acceptability={tiny_hf['cola_export']}", f"gruen.models.mlm={tiny_hf['mlm_export']}",
+                  f"gruen.models.sop={tiny_hf['sop_export']}", f"gruen.cache_dir={tmp_path}/cache"]
+    return extra + ["trainer=cpu"]
+
+
+CASES = [("task", t, v) for t in TASKS for v in VARIANTS] + [("experiment", e, "none-bf16") for e in EXPERIMENTS]
+
+
+@pytest.mark.parametrize("group,name,variant", CASES, ids=[f"{g}={n}-{v}" for g, n, v in CASES])
+def test_tiny_step(compose_cfg, tmp_path, tiny_hf, group, name, variant):
+    from qe.training import run_training
+
+    task = _task_of(group, name)
+    if task in NEEDS_DATA and shared_data_dir() is None:
+        pytest.skip(f"task={task} reads ../shared/data (CoLA / Brown / WikiText-2), which is absent")
+    cfg = compose_cfg(f"{group}={name}", *_tiny_overrides(task, tmp_path, tiny_hf), *VARIANTS[variant])
+    assert cfg.trainer.accelerator == "cpu"
+    metrics = run_training(cfg)
+    assert "export_path" in metrics and Path(metrics["export_path"], "qe_export.json").is_file()
+    csv_files = list((tmp_path / "run").rglob("metrics.csv"))
+    if variant == "csv-fp32":
+        assert csv_files, "logger=csv wrote no metrics.csv"
+    else:
+        assert not csv_files, "logger=none still wrote a metrics.csv"
