@@ -1,22 +1,14 @@
 import json
 import math
 
-import numpy as np
 import pytest
 
 from qe.cli import main
-from qe.lm.model import LSTMLM
-from qe.lm.format import save as save_lm_export, unigram_logprobs
-from qe.tokenization import WordTokenizer
 
 
 @pytest.fixture
-def export(tmp_path, tiny_corpus):
-    tok = WordTokenizer.train(tiny_corpus, max_size=100)
-    cfg = dict(vocab_size=tok.vocab_size, embedding_dim=8, hidden_size=8, num_layers=1, dropout=0.0,
-               tie_weights=True, pad_id=0)
-    logp, _ = unigram_logprobs([np.array(tok.encode(s)) for s in tiny_corpus], tok.vocab_size)
-    return save_lm_export(tmp_path / "lm", LSTMLM(**cfg), tok, logp, cfg)
+def export(tiny_lm_export):
+    return tiny_lm_export
 
 
 def test_qe_score_txt_and_jsonl(tmp_path, export, capsys):

@@ -22,14 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def lm_export(tmp_path, tiny_corpus):
-    tok = WordTokenizer.train(tiny_corpus, max_size=100)
-    torch.manual_seed(0)
-    cfg = dict(vocab_size=tok.vocab_size, embedding_dim=8, hidden_size=8, num_layers=1, dropout=0.0,
-               tie_weights=True, pad_id=0)
-    ids = [np.array(tok.encode(s)) for s in tiny_corpus]
-    logp, _ = unigram_logprobs(ids, tok.vocab_size)
-    return save_lm_export(tmp_path / "lm", LSTMLM(**cfg), tok, logp, cfg)
+def lm_export(tiny_lm_export):
+    return tiny_lm_export
 
 
 OUTS = ["the cat sat on the mat .", "a dog sat on the log .", "the the cat mat .", "the hotel allows dogs ."]

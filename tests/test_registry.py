@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import qe
@@ -29,16 +28,8 @@ def test_listing_imports_no_family():
 
 
 @pytest.fixture
-def lm_export(tmp_path, tiny_corpus):
-    from qe.lm.format import save, unigram_logprobs
-    from qe.lm.model import LSTMLM
-    from qe.tokenization import WordTokenizer
-
-    tok = WordTokenizer.train(tiny_corpus, max_size=100)
-    cfg = dict(vocab_size=tok.vocab_size, embedding_dim=8, hidden_size=8, num_layers=1, dropout=0.0,
-               tie_weights=True, pad_id=0)
-    logp, _ = unigram_logprobs([np.array(tok.encode(s)) for s in tiny_corpus], tok.vocab_size)
-    return save(tmp_path / "lm", LSTMLM(**cfg), tok, logp, cfg)
+def lm_export(tiny_lm_export):
+    return tiny_lm_export
 
 
 @pytest.mark.parametrize("wrong", ["svr", "acceptability", "qe_gru"])
