@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,15 +26,20 @@ SENTENCES = ["the golden fork is an italian restaurant .", "restaurant the fork 
              "the committee approved the new budget on tuesday ."]
 
 
-def timed(cmd: list[str], env: dict, cwd: Path, repeat: int) -> tuple[float, list[float]]:
-    times = []
+def timed(cmd: list[str], env: dict, cwd: Path, repeat: int) -> tuple[float, float, list[float]]:
+    """(median wall s, median CPU s of the child, wall times): CPU time (user + system) is the figure to trust on
+    a busy machine, where wall time also counts waiting for a core."""
+    times, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         r = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
         times.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if r.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return statistics.median(times), times
+    return statistics.median(times), statistics.median(cpus), times
 
 
 def build_export(repo: Path, work: Path, env: dict) -> Path:
@@ -89,12 +95,14 @@ def main() -> None:
         rows = {}
         for name, cmd in cmds.items():
             rows[name] = timed(cmd, env, repo, a.repeat)
-        base = rows['python -c "import torch"'][0]
-        print(f"repo: {repo}  (median of {a.repeat} fresh interpreters, OMP_NUM_THREADS={env['OMP_NUM_THREADS']})\n")
-        print("| command | median s | minus `import torch` | runs (s) |")
-        print("|---|---:|---:|---|")
-        for name, (med, times) in rows.items():
-            print(f"| `{name}` | {med:.2f} | {med - base:+.2f} | {' '.join(f'{t:.2f}' for t in times)} |")
+        base, base_cpu = rows['python -c "import torch"'][:2]
+        print(f"repo: {repo}  (median of {a.repeat} fresh interpreters, OMP_NUM_THREADS={env['OMP_NUM_THREADS']}, "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
+        print("| command | wall s (median) | minus `import torch` | CPU s (median) | minus `import torch` | wall runs (s) |")
+        print("|---|---:|---:|---:|---:|---|")
+        for name, (med, cpu, times) in rows.items():
+            print(f"| `{name}` | {med:.2f} | {med - base:+.2f} | {cpu:.2f} | {cpu - base_cpu:+.2f} | "
+                  f"{' '.join(f'{t:.2f}' for t in times)} |")
         if a.importtime:
             print("\ntop-level imports of `qe score` by cumulative time (python -X importtime):\n")
             print("| module | cumulative s |")

@@ -146,6 +146,47 @@ def _partials(partial: Path) -> list[Path]:
     return [partial, *sorted(partial.parent.glob(partial.name + ".rank*"))]
 
 
+def _prepare_partial(partial: Path, records, resume: bool) -> dict[str, dict]:
+    """Rows already scored (``--resume``), rewritten into ``partial`` alone; without resume, empty partial files."""
+    ids = {r.id for r in records}
+    done: dict[str, dict] = {}
+    if resume:
+        for p in _partials(partial):
+            done.update(_read_done(p, ids))
+        if done:
+            print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}", file=sys.stderr)
+    # rewrite the partial output with the readable rows only (a torn last line would swallow the next row)
+    tmp = partial.with_name(partial.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()), encoding="utf-8")
+    for p in _partials(partial):
+        p.unlink(missing_ok=True)
+    os.replace(tmp, partial)
+    return done
+
+
+def _merge(out: Path, partial: Path, records) -> None:
+    """Every partial row in input order into ``out``; refuse (keeping the partial files) when a record is missing."""
+    ids = {r.id for r in records}
+    rows: dict[str, dict] = {}
+    for p in _partials(partial):
+        rows.update(_read_done(p, ids))
+    missing = [r.id for r in records if r.id not in rows]
+    if missing:  # a bug, or a rank that died: keep the partial files for --resume
+        raise CLIError(f"{len(missing)} records were not scored (first: {missing[0]!r}); rerun with --resume", 1)
+    _finalise(out, partial, records, rows)
+
+
+def _summary(signature: str, out: Path | None, n_scored: int) -> None:
+    if out is None:
+        print(f"{signature}\n{n_scored} outputs scored", file=sys.stderr)
+        return
+    vals = [json.loads(x)["score"] for x in out.read_text(encoding="utf-8").splitlines()]
+    valid = [v for v in vals if v is not None]
+    mean = sum(valid) / len(valid) if valid else float("nan")
+    print(f"{signature}\n{len(vals)} outputs, {len(vals) - len(valid)} undefined (NaN), mean {mean:.4f}; "
+          f"written to {out}", file=sys.stderr)
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from qe.data import load_records
 
@@ -154,63 +195,31 @@ def cmd_score(args: argparse.Namespace) -> int:
     out = None if to_stdout else Path(args.output)
     if args.resume and to_stdout:
         raise CLIError("--resume needs --output (the partial output to continue)")
-    if args.devices > 1 or args.num_nodes > 1:
-        if to_stdout:
-            raise CLIError("--devices/--num-nodes need --output (each process writes its share, merged at the end)")
+    sharded = args.devices > 1 or args.num_nodes > 1
+    if sharded and to_stdout:
+        raise CLIError("--devices/--num-nodes need --output (each process writes its share, merged at the end)")
     partial = _check_output(inp, out) if out is not None else None
-    records = load_records(inp)
     opts = _parse_opts(args.opt)
     if args.device:
         opts["device"] = args.device
-    ids = {r.id for r in records}
-    done: dict[str, dict] = {}
-    if partial is not None:
-        if args.resume:
-            for p in _partials(partial):
-                done.update(_read_done(p, ids))
-            if done:
-                print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}", file=sys.stderr)
-            # rewrite the partial output with the readable rows only (a torn last line would swallow the next row)
-            tmp = partial.with_name(partial.name + ".tmp")
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()), encoding="utf-8")
-            for p in _partials(partial):
-                p.unlink(missing_ok=True)
-            os.replace(tmp, partial)
-        else:
-            for p in _partials(partial):
-                p.unlink(missing_ok=True)
-            partial.write_text("", encoding="utf-8")
+    if sharded:
+        _score_sharded(args, opts, partial)
+        return 0
+    records = load_records(inp)
+    scorer = _load_scorer(args.model, opts)
+    kw_all = _inputs(scorer, records, inp)
+    done = _prepare_partial(partial, records, args.resume) if partial is not None else {}
     todo = [i for i, r in enumerate(records) if r.id not in done]
-
-    if args.devices > 1 or args.num_nodes > 1:
-        signature = _score_sharded(args, opts, todo, partial)
-    else:
-        scorer = _load_scorer(args.model, opts)
-        kw_all = _inputs(scorer, records, inp)
-        signature = scorer.signature
-        sink = sys.stdout if to_stdout else open(partial, "a", encoding="utf-8")
-        try:
-            _score_into(sink, scorer, records, todo, kw_all, args)
-        finally:
-            if sink is not sys.stdout:
-                sink.close()
+    sink = sys.stdout if to_stdout else open(partial, "a", encoding="utf-8")
+    try:
+        _score_into(sink, scorer, records, todo, kw_all, args)
+    finally:
+        if sink is not sys.stdout:
+            sink.close()
     if out is not None:
-        rows = dict(done)
-        for p in _partials(partial):
-            rows.update(_read_done(p, ids))
-        missing = [r.id for r in records if r.id not in rows]
-        if missing:  # a bug, or a rank that died: keep the partial files for --resume
-            raise CLIError(f"{len(missing)} records were not scored (first: {missing[0]!r}); rerun with --resume", 1)
-        _finalise(out, partial, records, rows)
+        _merge(out, partial, records)
     if not args.quiet:
-        vals = []
-        if out is not None:
-            vals = [json.loads(x)["score"] for x in out.read_text(encoding="utf-8").splitlines()]
-        valid = [v for v in vals if v is not None]
-        mean = sum(valid) / len(valid) if valid else float("nan")
-        summary = f"{len(vals)} outputs, {len(vals) - len(valid)} undefined (NaN), mean {mean:.4f}; written to {out}" \
-            if out is not None else f"{len(records) - len(done)} outputs scored"
-        print(f"{signature}\n{summary}", file=sys.stderr)
+        _summary(scorer.signature, out, len(todo))
     return 0
 
 
@@ -220,24 +229,33 @@ def _inputs(scorer, records, inp: Path) -> dict:
     return scorer_inputs(scorer, records, where=str(inp))
 
 
-def _score_sharded(args: argparse.Namespace, opts: dict, todo: list[int], partial: Path) -> str:
-    """Score over ``--devices`` processes (x ``--num-nodes``) with torch.distributed, through Lightning Fabric:
-    each rank scores a contiguous share of the records on its own device into ``OUTPUT.partial.rank<R>``;
-    the caller merges the shares in input order. One node: processes are spawned here (gloo on CPU, NCCL on
-    GPUs); several nodes: launch one ``qe score`` per node (SLURM's srun, torchrun), Fabric reads the cluster."""
+def _score_sharded(args: argparse.Namespace, opts: dict, partial: Path) -> None:
+    """Score over ``--devices`` processes (x ``--num-nodes``) with torch.distributed, through Lightning Fabric.
+
+    Rank 0 prepares the partial output (``--resume``), every rank scores a contiguous share of what is left on
+    its own device into ``OUTPUT.partial.rank<R>``, and rank 0 merges the shares in input order. One node: the
+    processes are spawned here (gloo on CPU, NCCL on GPUs); several nodes: start one ``qe score`` per process
+    (SLURM's srun, torchrun) with the same flags, and Fabric reads the cluster environment."""
     from lightning.fabric import Fabric
 
     strategy = "ddp_spawn" if args.num_nodes == 1 else "ddp"
     fabric = Fabric(accelerator=args.accelerator, devices=args.devices, num_nodes=args.num_nodes, strategy=strategy)
-    return fabric.launch(_shard_worker, {k: v for k, v in vars(args).items() if k != "fn"}, opts, todo, str(partial))
+    fabric.launch(_shard_worker, {k: v for k, v in vars(args).items() if k != "fn"}, opts, str(partial))
 
 
-def _shard_worker(fabric, args: dict, opts: dict, todo: list[int], partial: str) -> str:
+def _shard_worker(fabric, args: dict, opts: dict, partial_path: str) -> None:
     from qe.data import load_records
 
     a = argparse.Namespace(**args)
+    partial = Path(partial_path)
     records = load_records(a.input)  # each process reads the input itself (nothing large is sent to it)
     rank, world = fabric.global_rank, fabric.world_size
+    if rank == 0:
+        _prepare_partial(partial, records, a.resume)
+    fabric.barrier()
+    ids = {r.id for r in records}
+    done = _read_done(partial, ids)
+    todo = [i for i, r in enumerate(records) if r.id not in done]
     share = todo[rank * len(todo) // world:(rank + 1) * len(todo) // world]
     if fabric.device.type == "cuda":  # scorers' device "auto" then means this rank's GPU
         import torch
@@ -245,10 +263,13 @@ def _shard_worker(fabric, args: dict, opts: dict, todo: list[int], partial: str)
         torch.cuda.set_device(fabric.device)
     scorer = _load_scorer(a.model, opts)
     kw_all = _inputs(scorer, records, Path(a.input))
-    with open(f"{partial}.rank{rank}", "a", encoding="utf-8") as sink:
+    with open(f"{partial}.rank{rank}", "w", encoding="utf-8") as sink:
         _score_into(sink, scorer, records, share, kw_all, a, desc=f"rank {rank}/{world}")
     fabric.barrier()
-    return scorer.signature + f"|shards:{world}"
+    if rank == 0:
+        _merge(Path(a.output), partial, records)
+        if not a.quiet:
+            _summary(scorer.signature + f"|processes:{world}", Path(a.output), len(todo))
 
 
 def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
