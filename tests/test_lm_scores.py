@@ -186,3 +186,100 @@ def test_manifest_model_arguments_read_from_either_place(random_export):
     mf.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="no model vocab_size"):
         qe.load(export)
+
+
+def _naive_logprob(model, tok, text):
+    """ln p_M(S) from one unchunked forward pass over the whole sentence (full distribution, no gather tricks)."""
+    ids = tok.encode(text)
+    inp = torch.tensor([[tok.bos_id] + ids])
+    tgt = torch.tensor([ids + [tok.eos_id]])
+    with torch.no_grad():
+        out, _ = model.eval()(inp)
+        lp = torch.log_softmax(out.double(), -1).gather(-1, tgt.unsqueeze(-1))
+    return lp.sum().item()
+
+
+def test_long_input_bounded_chunks_one_thread_and_exact(random_export):
+    """Issue 17: a very long line runs through the LSTM and the output layer in bounded chunks of time steps (the
+    state carried over: the score is the unchunked one), a linear number of them, the recurrence of a one-row batch
+    on one intra-op thread (restored afterwards)."""
+    export, model, tok = random_export
+    long = " ".join(["the cat sat on the mat .", "a dog and the hotel near the river ."] * 150)  # 2,550 tokens
+    T = len(tok.encode(long)) + 1
+    sc = qe.load(export, score="logprob", logits_budget=64 * tok.vocab_size)
+    lstm_steps, out_steps, threads = [], [], []
+
+    def on_lstm(module, args, out):
+        lstm_steps.append(args[0].shape[1])
+        threads.append(torch.get_num_threads())
+
+    def on_decoder(module, args, out):
+        out_steps.append(args[0].shape[1])
+
+    sc.model.lstm.register_forward_hook(on_lstm)
+    sc.model.decoder.register_forward_hook(on_decoder)
+    before = torch.get_num_threads()
+    got = sc.score([long], progress=False)[0]
+    assert sc.last_chunk == 64
+    assert max(lstm_steps) == max(out_steps) == 64 and sum(lstm_steps) == sum(out_steps) == T
+    assert len(lstm_steps) == math.ceil(T / 64)  # linear in the length
+    assert set(threads) == {1} and torch.get_num_threads() == before
+    assert got == pytest.approx(_naive_logprob(model, tok, long), rel=1e-6)
+    # the chunk never exceeds the logits budget nor MAX_SCORE_CHUNK, whatever the batch
+    from qe.lm.model import MAX_SCORE_CHUNK
+
+    big = qe.load(export, score="logprob")
+    assert big.chunk_steps(1, 10**6) == MAX_SCORE_CHUNK
+    assert big.chunk_steps(4, 10**6) * 4 * tok.vocab_size <= big.logits_budget
+    assert big.score([long], progress=False)[0] == pytest.approx(got, rel=1e-6)
+
+
+def _adaptive_model(vocab_size, seed=0):
+    torch.manual_seed(seed)
+    cfg = dict(vocab_size=vocab_size, embedding_dim=16, hidden_size=16, num_layers=2, dropout=0.0,
+               tie_weights=False, pad_id=0, output_layer="adaptive", adaptive_cutoffs=[6, 20], adaptive_div_value=2.0)
+    return LSTMLM(**cfg), cfg
+
+
+def test_adaptive_softmax_is_normalised_and_exact():
+    from qe.lm.model import effective_cutoffs
+
+    model, _ = _adaptive_model(40)
+    counts = torch.rand(40, generator=torch.Generator().manual_seed(1))
+    model.set_output_order(counts)
+    top = int(torch.argmax(counts))
+    assert int(model.output_rank[top]) == 0 and sorted(model.output_rank.tolist()) == list(range(40))
+    assert model.output_rank.tolist() != list(range(40))  # a real permutation: the mapping is exercised
+    model.eval()
+    inp = torch.randint(1, 40, (3, 9))
+    tgt = torch.randint(1, 40, (3, 9))
+    tgt[1, 6:] = 0
+    with torch.no_grad():
+        h, _ = model.hidden(inp)
+        lp = model.log_probs(h)
+        assert torch.allclose(lp.double().exp().sum(-1), torch.ones(3, 9, dtype=torch.float64), atol=1e-5)
+        want = lp.gather(-1, tgt.unsqueeze(-1)).squeeze(-1).masked_fill(tgt == 0, 0.0)
+        assert torch.allclose(model.target_logprobs(h, tgt), want, atol=1e-5)
+        assert torch.allclose(model.sequence_logprobs(inp, tgt, chunk=4), want.double().sum(1), atol=1e-4)
+    assert effective_cutoffs([2000, 6000], 628) == [157] and effective_cutoffs([50, 200], 628) == [50, 200]
+    with pytest.raises(ValueError, match="tie_weights=false"):
+        LSTMLM(40, 16, 16, output_layer="adaptive")
+
+
+def test_adaptive_export_load_identical_scores(tmp_path, tiny_corpus):
+    tok = WordTokenizer.train(tiny_corpus, max_size=100)
+    model, cfg = _adaptive_model(tok.vocab_size)
+    ids = [np.array(tok.encode(s)) for s in tiny_corpus]
+    counts = np.bincount(np.concatenate(ids), minlength=tok.vocab_size)[::-1].copy()  # reversed: not the id order
+    model.set_output_order(counts)
+    logp, _ = unigram_logprobs(ids, tok.vocab_size)
+    export = lm_format.save(tmp_path / "adaptive", model, tok, logp, cfg)
+    manifest = qe.export.read_manifest(export)
+    assert manifest["config"]["model"]["output_layer"] == "adaptive"
+    assert manifest["config"]["model"]["adaptive_cutoffs"] == [6, 20]
+    sc = qe.load(export, score="logprob")
+    assert sc.model.output_layer == "adaptive" and torch.equal(sc.model.output_rank, model.output_rank)
+    sents = ["the cat sat .", "a dog near the river and the hotel", "zebra"]
+    got = sc.score(sents, progress=False)
+    for s, g in zip(sents, got):
+        assert g == pytest.approx(_naive_logprob(model, tok, s), abs=1e-4)

@@ -49,7 +49,8 @@ def test_train_export_load_identical_scores(tmp_path, tokenizer):
     assert manifest["config"]["tokenizer"]["type"] == tokenizer
     # the manifest stores the plain LSTMLM arguments (not the _target_ config); the training config beside them
     assert manifest["config"]["model"] == {"vocab_size": tok.vocab_size, "embedding_dim": 128, "hidden_size": 128,
-                                           "num_layers": 1, "dropout": 0.1, "tie_weights": True, "pad_id": tok.pad_id}
+                                           "num_layers": 1, "dropout": 0.1, "tie_weights": True, "pad_id": tok.pad_id,
+                                           "output_layer": "full", "adaptive_cutoffs": None, "adaptive_div_value": 4.0}
     assert manifest["config"]["train"]["model"]["_target_"] == "qe.lm.task.LanguageModelModule"
 
 
@@ -72,6 +73,41 @@ def test_bf16_mixed_on_cpu_trains_and_exports(tmp_path):
     m = run_training(cfg)
     assert math.isfinite(m["val/ppl"]) and Path(m["export_path"]).is_dir()
     assert all(math.isfinite(x) for x in qe.load(m["export_path"]).score(["the hotel is near the park ."], progress=False))
+
+
+def test_adaptive_softmax_trains_under_bf16_mixed_exports_and_loads(tmp_path):
+    """model=lstm_lm_adaptive: trains (bf16-mixed on CPU too), orders its head by training frequency, and the export
+    rebuilds it: the scorer's log-probabilities are the trained module's, normalised over the vocabulary."""
+    from qe.lm.task import build, target_counts
+
+    cfg = _cfg(tmp_path, "model=lstm_lm_adaptive", "model.hidden_size=32", "model.embedding_dim=32", "model.num_layers=1",
+               "model.adaptive_cutoffs=[40,200]", "model.lr=0.003", "trainer.precision=bf16-mixed")
+    parts = build(cfg)
+    model = parts.module.model
+    assert model.output_layer == "adaptive" and model.adaptive.cutoffs[:2] == [40, 200]
+    counts = target_counts(parts.datamodule)
+    head = model.output_rank < 40
+    assert counts[head].min() >= counts[~head].max()  # the head holds the most frequent targets
+    before = [p.detach().clone() for p in model.adaptive.parameters()]
+    trainer = build_trainer(cfg, parts.callbacks)
+    trainer.fit(parts.module, datamodule=parts.datamodule)
+    assert math.isfinite(float(trainer.callback_metrics["val/ppl"]))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.adaptive.parameters()))  # it learnt
+    export = parts.write_export(tmp_path / "export", {}, cfg)
+    manifest = qe.export.read_manifest(export)
+    assert manifest["config"]["model"]["output_layer"] == "adaptive"
+    assert manifest["config"]["model"]["adaptive_cutoffs"] == [40, 200]
+    tok, model = parts.datamodule.tokenizer, parts.module.model.eval().float()
+    scorer = qe.load(export, score="logprob")
+    sents = ["the restaurant serves italian food .", "a quiet hotel near the park"]
+    for s, g in zip(sents, scorer.score(sents, progress=False)):
+        ids = tok.encode(s)
+        inp, tgt = torch.tensor([[tok.bos_id] + ids]), torch.tensor([ids + [tok.eos_id]])
+        assert g == pytest.approx(model.sequence_logprobs(inp, tgt).item(), abs=1e-5)
+        with torch.no_grad():
+            lp = scorer.model.log_probs(scorer.model.hidden(inp)[0])
+        assert torch.allclose(lp.double().exp().sum(-1), torch.ones(1, len(ids) + 1, dtype=torch.float64), atol=1e-5)
+        assert g == pytest.approx(lp.gather(-1, tgt.unsqueeze(-1)).sum().item(), abs=1e-4)
 
 
 def test_run_training_tests_exports_and_resumes(tmp_path):

@@ -7,7 +7,9 @@ Files (besides the manifest ``qe_export.json``):
   in the LM's own units (:func:`unigram_logprobs`);
 * ``tokenizer.json`` (+ the SentencePiece model for ``type: sp``) — :mod:`qe.tokenization`.
 
-Manifest: ``config.model`` holds the plain ``LSTMLM`` keyword arguments, ``config.tokenizer`` the tokenizer
+Manifest: ``config.model`` holds the plain ``LSTMLM`` keyword arguments (with ``output_layer`` and
+``adaptive_cutoffs`` for an adaptive-softmax LM, whose frequency order ``output_rank`` is a buffer in the weights;
+exports without them have a full softmax), ``config.tokenizer`` the tokenizer
 settings, ``config.unigram`` how the unigram table was counted and ``config.train`` the resolved training config.
 Format version 1 (exports written before the family was split into rooms read the same). :func:`model_kwargs` also
 accepts the model arguments at the manifest's top level (``manifest["model"]``) and ignores keys that are not

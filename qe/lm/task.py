@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 from omegaconf import DictConfig
 from torchmetrics import SumMetric
@@ -49,6 +50,9 @@ class LanguageModelModule(QEModule):
         tie_weights: bool = True,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
+        output_layer: str = "full",
+        adaptive_cutoffs: list[int] | None = None,
+        adaptive_div_value: float = 4.0,
     ):
         super().__init__()
         self.save_hyperparameters()
@@ -58,7 +62,10 @@ class LanguageModelModule(QEModule):
 
     def model_config(self) -> dict:
         """The plain ``LSTMLM`` keyword arguments (what the export's manifest stores)."""
-        return {k: self.hparams[k] for k in lm_format.MODEL_ARGS}
+        kw = {k: self.hparams[k] for k in lm_format.MODEL_ARGS if k in self.hparams}
+        if kw.get("adaptive_cutoffs") is not None:
+            kw["adaptive_cutoffs"] = [int(c) for c in kw["adaptive_cutoffs"]]  # a ListConfig from Hydra -> plain
+        return kw
 
     def training_step(self, batch, batch_idx):
         nll, n = self.model.loss(batch["inp"], batch["tgt"])
@@ -155,6 +162,17 @@ def _cached_tokenizer(cfg: DictConfig, sentences: list[str]) -> Tokenizer:
     return tok
 
 
+def target_counts(dm: LMDataModule) -> torch.Tensor:
+    """How often each token id is a training target (``</s>`` once per sentence); sets the datamodule up."""
+    dm.setup("fit")
+    tok = dm.tokenizer
+    ids = dm.data["train"].ids
+    flat = np.concatenate(ids) if len(ids) else np.zeros(0, dtype=np.int64)
+    counts = np.bincount(flat, minlength=tok.vocab_size).astype(np.float64)
+    counts[tok.eos_id] += len(ids)
+    return torch.from_numpy(counts)
+
+
 def _source_name(s) -> str:
     s = dict(s)
     return s.get("name", "?") + (f"-{s['split']}" if s.get("split") else "") + (f":{s['path']}" if s.get("path") else "")
@@ -175,6 +193,9 @@ def build(cfg: DictConfig) -> TaskParts:
                       num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed),
                       name="+".join(_source_name(s) for s in d.train))
     module = instantiate_model(cfg.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+    if module.model.output_layer == "adaptive":
+        # adaptive softmax: head = the most frequent targets of the training split (the tokenizer's ids stay)
+        module.model.set_output_order(target_counts(dm))
     return TaskParts(module=module, datamodule=dm, callbacks=[TokenThroughput()], demo=demo)
 
 
