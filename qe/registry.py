@@ -185,16 +185,21 @@ def register_scorer(name: str, *aliases: str, options: dict[str, Any] | None = N
     return deco
 
 
-def register_export_kind(kind: str):
-    """Decorator (or call with a ``"module:attr"`` string): ``loader(export_dir, manifest, **options) -> Scorer``."""
+def register_into(table: dict[str, Any], key: str, what: str):
+    """Decorator adding ``table[key] = obj`` (an object or a ``"module:attr"`` string); a taken key is refused."""
 
-    def deco(loader):
-        if kind in EXPORT_KINDS and EXPORT_KINDS[kind] is not loader and EXPORT_KINDS[kind] != loader:
-            raise ValueError(f"export kind {kind!r} is already registered to {EXPORT_KINDS[kind]!r}")
-        EXPORT_KINDS[kind] = loader
-        return loader
+    def deco(obj):
+        if key in table and table[key] is not obj and table[key] != obj:
+            raise ValueError(f"{what} {key!r} is already registered to {table[key]!r}")
+        table[key] = obj
+        return obj
 
     return deco
+
+
+def register_export_kind(kind: str):
+    """Decorator (or call with a ``"module:attr"`` string): ``loader(export_dir, manifest, **options) -> Scorer``."""
+    return register_into(EXPORT_KINDS, kind, "export kind")
 
 
 def available_scorers() -> list[str]:
@@ -242,5 +247,5 @@ def load(name_or_path: str | Path, **options: Any):
     )
 
 
-__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "register_scorer", "register_export_kind", "available_scorers",
+__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "register_scorer", "register_export_kind", "register_into", "available_scorers",
            "export_kinds", "describe", "load", "resolve_target"]

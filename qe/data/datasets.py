@@ -27,14 +27,9 @@ _CONVERTERS: dict[str, str | Callable[..., list[Record]]] = {
 
 def register_dataset(name: str):
     """Decorator for a user's own converter (refuses a name that is taken)."""
+    from qe.registry import register_into
 
-    def deco(fn):
-        if name in _CONVERTERS and _CONVERTERS[name] is not fn:
-            raise ValueError(f"dataset {name!r} is already registered to {_CONVERTERS[name]!r}")
-        _CONVERTERS[name] = fn
-        return fn
-
-    return deco
+    return register_into(_CONVERTERS, name, "dataset")
 
 
 def available_datasets() -> list[str]:
