@@ -242,19 +242,20 @@ def test_bleu_other_tokenisers_and_rouge_beta():
     assert got == pytest.approx((1 + 1.44) * p * r / (r + 1.44 * p))
 
 
-def test_delexicalise_for_the_emnlp17_comparison_is_ratpreds():
-    """experiments/kann2018.py's variant C uses RatPred's delexicaliser (one delexicaliser in the project)."""
+def test_delexicalise_for_the_emnlp17_comparison_is_the_mr_modules():
+    """experiments/kann2018.py's variant C uses the MR module's text-level mode (one delexicaliser in the project):
+    every whole-word occurrence of a non-binary value becomes x-<slot>, the text is otherwise kept."""
     from experiments.kann2018 import delexicalise
-    from qe.ratpred.mr import delexicalise as ratpred
+    from qe.ratpred.mr import delexicalise_text
 
     mr = "inform(name='hotel metropolis',address='25 mason st',phone='4157754600',hasinternet='yes')"
     text = "Hotel Metropolis is located at 25 mason st, phone 4157754600. it has internet"
     got = delexicalise(text, mr)
-    assert got == "X-name is located at X-address , phone X-phone . it has internet"
-    assert got.split() == ratpred(mr, text).out_tokens
+    assert got == "x-name is located at x-address, phone x-phone. it has internet"
+    assert got == delexicalise_text(text, mr)
     # the docs' example: name, address and phone become one token each -> 11 tokens without punctuation
     hyp = delexicalise("hotel metropolis is located at 25 mason st, and their phone number is 4157754600.", mr)
-    assert len([t for t in hyp.split() if t not in {",", "."}]) == 11
+    assert len(hyp.replace(",", " ").replace(".", " ").split()) == 11
 
 
 def test_refmetrics_describe_from_a_fresh_import():
@@ -283,3 +284,58 @@ def test_emnlp17_bagel_agrees_with_the_authors_columns():
     assert np.corrcoef(b, [r.metrics["Bleu_4"] for r in recs])[0, 1] > 0.99
     rl = np.array(qe.load("rouge-l", beta=1.2, tokenize="13a-nopunct").score(outs, refs=refs, progress=False))
     assert np.corrcoef(rl, [r.metrics["ROUGE_L"] for r in recs])[0, 1] > 0.95
+
+
+# ---- ROUGE-1.5.5 compatibility, corpus-level scores (issue 16) ------------------------------------------------
+def test_rouge_w_rouge155_definition_prints_what_rouge155_prints():
+    # ROUGE-1.5.5 (-w 1.2) for peer "police kill the gunman", model "police killed the gunman" prints
+    # ROUGE-W-1.2 R 0.51208, P 0.67569, F 0.58262 (its recall divides by f(f(|model|)), see qe/refmetrics/rouge.py);
+    # Lin's definition gives 0.67569 for all three.
+    out, ref = "police kill the gunman", ["police killed the gunman"]
+    for measure, want in (("r", 0.51208), ("p", 0.67569), ("f", 0.58262)):
+        assert s1("rouge-w", out, ref, measure=measure, definition="rouge155") == pytest.approx(want, abs=5e-6)
+        assert s1("rouge-w", out, ref, measure=measure) == pytest.approx(0.67569, abs=5e-6)
+    assert "def:rouge155" in qe.load("rouge-w", definition="rouge155").signature
+    with pytest.raises(ValueError, match="definition"):
+        qe.load("rouge-w", definition="perl")
+
+
+def test_rouge155_f_a_pools_counts_and_f_b_takes_the_best_recall_reference():
+    out = "the cat sat on the mat"
+    refs = ["the cat", "the cat sat on the mat today now"]
+    # ROUGE-1 hits: ref 1: 2 of 2 (R 1, P 2/6); ref 2: 6 of 8 (R 0.75, P 1)
+    # -f A: R = (2 + 6) / (2 + 8) = 0.8, P = (2 + 6) / (6 + 6) = 2/3, F = 2PR / (P + R)
+    p, r = 8 / 12, 0.8
+    assert s1("rouge-1", out, refs, mode="rouge155-a", measure="r") == pytest.approx(r)
+    assert s1("rouge-1", out, refs, mode="rouge155-a", measure="p") == pytest.approx(p)
+    assert s1("rouge-1", out, refs, mode="rouge155-a") == pytest.approx(2 * p * r / (p + r))
+    # -f B: the best-recall reference is ref 1 (R 1), so F = 2 * 1 * 1/3 / (4/3) = 0.5; mode max keeps ref 2's F
+    assert s1("rouge-1", out, refs, mode="rouge155-b") == pytest.approx(0.5)
+    assert s1("rouge-1", out, refs, mode="max") == pytest.approx(2 * 0.75 / 1.75)
+    # ROUGE-L: LCS 2 with ref 1, 6 with ref 2 -> the same numbers here
+    assert s1("rouge-l", out, refs, mode="rouge155-a", measure="r") == pytest.approx(0.8)
+    # ROUGE-W (-f A, ROUGE-1.5.5 definition): hits f(2) and f(6), reference weights f(f(2)) + f(f(8))
+    w = 1.2
+    want_r = ((2**w + 6**w) / ((2**w) ** w + (8**w) ** w)) ** (1 / w)
+    assert s1("rouge-w", out, refs, mode="rouge155-a", measure="r") == pytest.approx(want_r)
+    # one reference: -f A = -f B = the single-reference score
+    assert s1("rouge-2", out, refs[1:], mode="rouge155-a") == pytest.approx(s1("rouge-2", out, refs[1:]))
+
+
+def test_nist_corpus_score_pools_counts_as_mteval():
+    from nltk.translate.nist_score import corpus_nist
+
+    hyps = ["the restaurant serves cheap italian food in the city centre",
+            "there is a cheap pub near the river called the eagle",
+            "the golden fork is a moderately priced restaurant", "x y z w v u t"]
+    refs = [["the cheap restaurant serves italian food near the centre of the city"],
+            ["the eagle is a cheap pub by the river"],
+            ["the golden fork is a restaurant with moderate prices in riverside"], ["a b c d e f g h"]]
+    scorer = qe.load("nist-5", tokenize="space")
+    got = scorer.corpus_score(hyps, refs)
+    # nltk's corpus_nist pools numerators and denominators over the corpus like mteval (one reference each)
+    assert got == pytest.approx(corpus_nist([[r[0].split()] for r in refs], [h.split() for h in hyps], n=5), rel=1e-9)
+    mean = float(np.mean(scorer.score(hyps, refs=refs, progress=False)))
+    assert abs(got - mean) > 0.3  # not the mean of sentence scores
+    assert qe.load("nist-5").CORPUS == "pooled" and qe.load("bleu-4").CORPUS == "pooled"
+    assert qe.load("rouge-l").CORPUS == "mean" and qe.load("cider-d").CORPUS == "mean"

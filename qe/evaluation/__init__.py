@@ -4,7 +4,9 @@
   corrections, pairwise accuracy (scipy / statsmodels where they implement a statistic);
 * :mod:`qe.evaluation.scoring` -- score a rated dataset with scorers (checkpointed ``scores.jsonl``) and collect
   the metric columns shipped with the records;
-* :mod:`qe.evaluation.analysis` -- every level (instance / summary / system) and protocol of a report;
+* :mod:`qe.evaluation.analysis` -- every level (instance / summary / system: mean of instance scores and
+  corpus-level score) and protocol of a report, confounds (length, sentence count), human agreement, and what is
+  undefined;
 * :mod:`qe.evaluation.report`, :mod:`qe.evaluation.plots` -- ``report.md`` and its figures;
 * :mod:`qe.evaluation.runner` -- the one command (Hydra config ``conf/evaluate.yaml``).
 

@@ -7,9 +7,20 @@ Levels and protocols (every table names its own):
 * **instance level**, protocol ``sys`` (per system, then average) and ``item`` (per item -- input / MR /
   document -- then average; the *summary level* of DiscoScore): mt-metrics-eval's ``average_by``; groups with
   fewer than ``min_group_size`` rated outputs or a constant side are skipped and counted;
-* **system level**: correlation of per-system means (a *unit* is a system within one dataset; pooled over
-  datasets a unit is a dataset/system pair), for the sets "all systems" and "excluding human" (Reiter & Belz's
-  sets I and II) when a system is marked as human.
+* **system level**, two ways, each table named: the correlation of per-system *means of instance scores*
+  (protocol ``system means``), and of the *corpus-level score* of each system (protocol ``corpus score``: the
+  metric computed over all outputs of the system as its reference implementation does -- corpus BLEU / NIST /
+  chrF / TER -- for scorers whose ``corpus_score`` pools statistics). A *unit* is a system within one dataset;
+  pooled over datasets a unit is a dataset/system pair. Sets: "all systems", "excluding human" (Reiter & Belz's
+  sets I and II) when a system is marked as human, and any named subset of ``stats.system_sets``.
+
+Confounds (:func:`confounds`): partial correlations controlling for output length (words) and sentence count,
+correlations within length bins, and a flag on metrics whose correlation they explain. Human agreement
+(:func:`human_agreement`): correlations between rating columns and Krippendorff's alpha over per-annotator ratings
+(rating keys ``<aspect>@<annotator>``), the ceiling for any metric.
+
+Undefined stays undefined: a statistic that cannot be computed (one rating per system, too few items or units,
+constant scores) is not reported as a number; ``Results.undefined`` names each skipped section and why, once.
 
 p-values: analytic (scipy) for ``none`` and system level; for the averaged protocols, which have no analytic
 test, the percentile-bootstrap p-value over groups (only with at least ``MIN_BOOTSTRAP_GROUPS`` groups; it
@@ -21,6 +32,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -62,6 +74,21 @@ class Settings:
     per_system: bool = True
     between_datasets: bool = True
     seed: int = 1234
+    #: partial correlations controlling for length / sentence count, within-length-bin correlations, flags
+    confounds: bool = True
+    confound_method: str = "spearman"
+    length_bins: int = 5
+    #: a metric's correlation counts as explained by a confound when |partial| < flag_ratio * |raw| (raw significant)
+    flag_ratio: float = 0.5
+    #: ... or when |rho(metric, length)| or |rho(metric, sentence count)| >= flag_length_rho
+    flag_length_rho: float = 0.5
+    sentence_splitter: str = "pysbd"
+    #: named subsets of systems for the system level: {name: [system, ...]}
+    system_sets: dict = field(default_factory=dict)
+    #: significant system differences given as input: [{rating, better, worse, dataset}] or "A>B" strings
+    significant_pairs: list = field(default_factory=list)
+    #: system level also on each system's corpus-level score (scorers with a pooled corpus_score)
+    corpus_level: bool = True
 
     def __post_init__(self):
         for m in self.methods:
@@ -78,6 +105,29 @@ class Settings:
                 raise ValueError(f"unknown correction {c!r}; choose from {S.CORRECTIONS}")
         if self.pairwise_test not in ("wilcoxon", "tukey"):
             raise ValueError(f"stats.pairwise.test must be wilcoxon or tukey, got {self.pairwise_test!r}")
+        if self.confound_method not in ("pearson", "spearman"):
+            raise ValueError(f"stats.confounds.method must be pearson or spearman, got {self.confound_method!r}")
+        for name, systems in (self.system_sets or {}).items():
+            if isinstance(systems, str) or not all(isinstance(x, str) for x in systems or []):
+                raise ValueError(f"stats.system_sets.{name} must be a list of system names, got {systems!r}")
+        self.significant_pairs = [parse_pair(x) for x in (self.significant_pairs or [])]
+
+
+def parse_pair(x) -> dict:
+    """One externally given significant difference: ``"A>B"`` (every rating aspect, every dataset) or a mapping
+    ``{better: A, worse: B, rating: optional, dataset: optional}``."""
+    if isinstance(x, str):
+        if ">" not in x:
+            raise ValueError(f"stats.significant_pairs: {x!r} is not of the form 'better>worse'")
+        a, b = (v.strip() for v in x.split(">", 1))
+        return {"better": a, "worse": b, "rating": None, "dataset": None}
+    x = dict(x)
+    if not x.get("better") or not x.get("worse"):
+        raise ValueError(f"stats.significant_pairs: {x!r} needs 'better' and 'worse' system names")
+    unknown = set(x) - {"better", "worse", "rating", "dataset"}
+    if unknown:
+        raise ValueError(f"stats.significant_pairs: unknown key(s) {sorted(unknown)} in {x!r}")
+    return {"better": str(x["better"]), "worse": str(x["worse"]), "rating": x.get("rating"), "dataset": x.get("dataset")}
 
 
 @dataclass
@@ -91,10 +141,26 @@ class EvalData:
     info: dict[str, MetricInfo]
     human_systems: list[str] = field(default_factory=list)
     rating_range: tuple[float, float] | None = None
+    #: per-output confound covariates: "length" (whitespace words), "sentences" (sentence count); empty when the
+    #: records have no output text
+    covariates: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per-annotator ratings: aspect -> (n outputs, annotators) array (NaN = not rated), from keys aspect@annotator
+    annotations: dict[str, np.ndarray] = field(default_factory=dict)
+    #: corpus-level score per (dataset, system), for scorers with a pooled corpus_score: metric -> {unit: score}
+    corpus: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
         return int(self.ids.size)
+
+    def outputs_per_unit(self) -> np.ndarray:
+        """Number of records of each (dataset, system) unit."""
+        return pd.Series(list(zip(self.dataset, self.system))).value_counts().to_numpy()
+
+    @property
+    def one_per_system(self) -> bool:
+        """Every system has one record per dataset: the records are a per-system table (system-level scores)."""
+        return self.n > 0 and int(self.outputs_per_unit().max()) == 1
 
     def sign(self, metric: str) -> int:
         return 1 if self.info[metric].higher_is_better else -1
@@ -111,16 +177,39 @@ class EvalData:
         return sorted(set(self.system.tolist()))
 
 
+def covariates_of(outputs: list[str], splitter: str = "pysbd") -> dict[str, np.ndarray]:
+    """Length in whitespace words (the ``length`` baseline's unit) and sentence count (:func:`qe.text.split_sentences`)
+    of each output; empty when no output has text."""
+    from qe.text import split_sentences
+
+    length = np.array([len(o.split()) for o in outputs], float)
+    if not length.any():
+        return {}
+    sents = np.array([len(split_sentences(o, splitter)) if o.strip() else 0 for o in outputs], float)
+    return {"length": length, "sentences": sents}
+
+
 def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, MetricInfo],
                     ratings: list[str] | None = None, item_key: str | None = "mr",
                     human_systems: Iterable[str] | None = None, rating_range=None,
-                    dataset_name: str = "<dataset>") -> EvalData:
-    """Align records, ratings and metric scores; check that the asked-for rating columns and item field exist."""
+                    dataset_name: str = "<dataset>", confounds: bool = True, sentence_splitter: str = "pysbd",
+                    corpus: dict | None = None, notes: list[str] | None = None) -> EvalData:
+    """Align records, ratings and metric scores; check that the asked-for rating columns and item field exist.
+
+    Rating keys ``<aspect>@<annotator>`` are per-annotator ratings: they feed Krippendorff's alpha and, where a
+    record has no plain ``<aspect>`` rating, its mean over annotators is the aspect's rating."""
     from qe.evaluation.scoring import EvaluationConfigError
 
     present: list[str] = []
+    annotators: dict[str, list[str]] = {}
     for r in records:
         for k in r.ratings:
+            if "@" in k:
+                a, who = k.split("@", 1)
+                annotators.setdefault(a, [])
+                if who not in annotators[a]:
+                    annotators[a].append(who)
+                k = a
             if k not in present:
                 present.append(k)
     if not present:
@@ -144,19 +233,35 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
             v = getattr(r, item_key, None) if item_key in ("mr", "source", "id", "output") else r.extra.get(item_key)
             if v is None or (isinstance(v, str) and not v.strip()):
                 vals = None
-                log.warning("item_key=%r: record %r has no such field; item-level protocol disabled", item_key, r.id)
+                msg = f"item_key={item_key!r}: record {r.id!r} has no such field, so there is no item-level protocol"
+                if notes is not None:  # said in the report's notes; no log line (nothing on the console)
+                    notes.append(msg + ".")
                 break
             vals.append(f"{r.dataset}\x1f{v}")  # items never cross datasets
         if vals is not None:
             item = np.array(vals, dtype=object)
+    annotations = {a: np.array([[r.ratings.get(f"{a}@{w}", math.nan) for w in annotators[a]] for r in records], float)
+                   for a in aspects if a in annotators}
+    rating_cols = {}
+    for a in aspects:
+        v = np.array([r.ratings.get(a, math.nan) for r in records], float)
+        if a in annotations:
+            ann = annotations[a]
+            has = (~np.isnan(ann)).any(axis=1)
+            mean = np.full(len(records), math.nan)
+            mean[has] = np.nanmean(ann[has], axis=1)
+            v = np.where(np.isnan(v), mean, v)
+        rating_cols[a] = v
     return EvalData(
         ids=np.array([r.id for r in records], dtype=object),
         system=np.array([r.system if r.system is not None else "(none)" for r in records], dtype=object),
         dataset=np.array([r.dataset if r.dataset is not None else dataset_name for r in records], dtype=object),
         item=item,
-        ratings={a: np.array([r.ratings.get(a, math.nan) for r in records], float) for a in aspects},
+        ratings=rating_cols,
         metrics=metrics, info=info, human_systems=[s for s in (human_systems or [])],
-        rating_range=tuple(rating_range) if rating_range else None)
+        rating_range=tuple(rating_range) if rating_range else None,
+        covariates=covariates_of([r.output for r in records], sentence_splitter) if confounds else {},
+        annotations=annotations, corpus=dict(corpus or {}))
 
 
 @dataclass
@@ -174,6 +279,11 @@ class Results:
     system_pairs: pd.DataFrame
     predicted: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    confounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement: pd.DataFrame = field(default_factory=pd.DataFrame)
+    alpha: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: section -> why it is not computed ("undefined (reason)" in the report, said once)
+    undefined: dict[str, str] = field(default_factory=dict)
 
 
 def _seed(base: int, *key: Any) -> int:
@@ -185,7 +295,8 @@ def _subsets(d: EvalData, per_system: bool) -> list[tuple[str, np.ndarray]]:
     if len(d.datasets) > 1:
         out += [(f"dataset={x}", d.dataset == x) for x in d.datasets]
     if per_system and len(d.systems) > 1:
-        out += [(f"system={x}", d.system == x) for x in d.systems]
+        # a correlation within one system needs at least 3 of its outputs
+        out += [(f"system={x}", d.system == x) for x in d.systems if int((d.system == x).sum()) >= 3]
     return out
 
 
@@ -205,16 +316,27 @@ def system_units(d: EvalData, mask: np.ndarray, pooled: bool) -> np.ndarray:
 
 def system_means(d: EvalData, mask: np.ndarray, units: np.ndarray) -> pd.DataFrame:
     """Per-unit means of every rating and metric (NaN ignored), with the number of records."""
-    frame = pd.DataFrame({"unit": units[mask], "system": d.system[mask]})
+    frame = pd.DataFrame({"unit": units[mask], "system": d.system[mask], "dataset": d.dataset[mask]})
     for a, v in d.ratings.items():
         frame[f"rating:{a}"] = v[mask]
     for m, v in d.metrics.items():
         frame[f"metric:{m}"] = v[mask]
+    for c, v in d.covariates.items():
+        frame[f"covariate:{c}"] = v[mask]
     g = frame.groupby("unit", sort=True)
-    out = g.mean(numeric_only=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a unit whose scores are all NaN has a NaN mean
+        out = g.mean(numeric_only=True)
     out.insert(0, "n", g.size())
+    out.insert(0, "dataset", g["dataset"].first())
     out.insert(0, "system", g["system"].first())
     return out
+
+
+def corpus_column(d: EvalData, means: pd.DataFrame, metric: str) -> np.ndarray:
+    """The corpus-level score of ``metric`` for each unit (row) of ``means``; NaN where none was computed."""
+    table = d.corpus.get(metric, {})
+    return np.array([table.get((ds, sy), math.nan) for ds, sy in zip(means["dataset"], means["system"])], float)
 
 
 def _corr_row(**kw) -> dict:
@@ -225,23 +347,39 @@ def _corr_row(**kw) -> dict:
     return base
 
 
-def analyse(d: EvalData, st: Settings, progress: bool = True) -> Results:
+#: why instance-level statistics are skipped for a per-system table
+ONE_PER_SYSTEM = ("one rating per system: the records are a per-system table, so the instance level is the system "
+                  "level (see System level)")
+
+
+def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] | None = None) -> Results:
     """Every level and protocol of the report, one named step each (the report's sections in this order)."""
-    notes: list[str] = []
+    notes = list(notes or [])
+    undefined: dict[str, str] = {}
     scopes = _scopes(d)
     pooled_all = len(d.datasets) > 1
-    rows = instance_correlations(d, st, progress)
+    if d.one_per_system:
+        for key in ("instance", "item_accuracy", "errors", "perm_both", "between_datasets"):
+            undefined[key] = ONE_PER_SYSTEM
+        rows: list[dict] = []
+    else:
+        rows = instance_correlations(d, st, progress)
+        if st.per_system and "none" in st.protocols and len(d.systems) > 1 and \
+                not any(int((d.system == x).sum()) >= 3 for x in d.systems):
+            undefined["per_system"] = "fewer than 3 outputs in every system, so no correlation within a system"
     sys_rows, system_means_df, sys_acc = system_level(d, st, scopes, pooled_all, notes)
     corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows), st)
-    errors = error_measures(d, st, scopes)
-    item_acc = item_accuracy(d, scopes)
+    errors = pd.DataFrame() if d.one_per_system else error_measures(d, st, scopes)
+    item_acc = pd.DataFrame() if d.one_per_system else item_accuracy(d, scopes)
     williams = williams_tests(d, st, scopes, pooled_all)
-    perm = perm_both_tests(d, st, progress)
-    between = between_datasets(d, st)
+    perm = pd.DataFrame() if d.one_per_system else perm_both_tests(d, st, progress)
+    between = pd.DataFrame() if d.one_per_system else between_datasets(d, st)
     # pairwise system differences (Reiter & Belz 2009, Table 9)
-    sp_rows, pred_rows = _system_pairs(d, st, notes)
+    sp_rows, pred_rows = _system_pairs(d, st, notes, undefined)
+    conf = confounds(d, st, scopes, pooled_all, undefined)
+    agree, alpha = human_agreement(d, st, scopes, pooled_all, undefined)
     return Results(st, corr, nan_counts(d), errors, system_means_df, sys_acc, item_acc, williams, perm, between,
-                   sp_rows, pred_rows, notes)
+                   sp_rows, pred_rows, notes, conf, agree, alpha, undefined)
 
 
 def nan_counts(d: EvalData) -> pd.DataFrame:
@@ -338,29 +476,35 @@ def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool,
         is_h = means["system"].isin(human).to_numpy()
         if is_h.any() and (~is_h).sum() >= 2:
             sets.append(("excluding human", ~is_h))
+        for set_name, systems in (st.system_sets or {}).items():
+            sets.append((str(set_name), means["system"].isin(list(systems)).to_numpy()))
         unit_desc = "dataset/system pairs" if pooled else "systems"
         for set_name, keep in sets:
             mm = means[keep]
             if len(mm) < 3:
-                notes.append(f"System level, {sname} · {set_name}: only {len(mm)} units, so no correlation is defined; "
-                             "pairwise accuracy only (`system_accuracy.csv`).")
+                notes.append(f"System level, {sname} · {set_name}: undefined (only {len(mm)} units; a correlation needs "
+                             "3); pairwise accuracy only (`system_accuracy.csv`).")
             for a in d.ratings:
                 H = mm[f"rating:{a}"].to_numpy(float)
                 for m in d.metrics:
-                    X = mm[f"metric:{m}"].to_numpy(float)
                     sgn = d.sign(m)
-                    for meth in st.methods if len(mm) >= 3 else ():
-                        c = S.correlation(X, H, meth, st.tails, sgn)
-                        row = _corr_row(level="system", protocol="system means", subset=f"{sname} · {set_name}",
-                                        units=unit_desc, rating=a, metric=m, method=meth, r=c.r, p=c.p,
-                                        p_kind="analytic", n=c.n)
-                        if st.bootstrap_n and c.n >= 3:
-                            Xc, Hc = S.complete_pairs(X, H)
-                            b = S.bootstrap(lambda idx, Xc=Xc, Hc=Hc, meth=meth: S.rowwise_corr(Xc[idx], Hc[idx], meth),
-                                            Xc.size, st.bootstrap_n, st.ci, _seed(st.seed, "sys", sname, set_name, a, m, meth),
-                                            st.tails, sgn)
-                            row.update(ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
-                        rows.append(row)
+                    ways = [("system means", mm[f"metric:{m}"].to_numpy(float))]
+                    if st.corpus_level and m in d.corpus:
+                        ways.append(("corpus score", corpus_column(d, mm, m)))
+                    for proto, X in ways:
+                        for meth in st.methods if len(mm) >= 3 else ():
+                            c = S.correlation(X, H, meth, st.tails, sgn)
+                            row = _corr_row(level="system", protocol=proto, subset=f"{sname} · {set_name}",
+                                            units=unit_desc, rating=a, metric=m, method=meth, r=c.r, p=c.p,
+                                            p_kind="analytic", n=c.n)
+                            if st.bootstrap_n and c.n >= 3:
+                                Xc, Hc = S.complete_pairs(X, H)
+                                key = ("sys", sname, set_name, a, m, meth) + (() if proto == "system means" else (proto,))
+                                b = S.bootstrap(lambda idx, Xc=Xc, Hc=Hc, meth=meth: S.rowwise_corr(Xc[idx], Hc[idx], meth),
+                                                Xc.size, st.bootstrap_n, st.ci, _seed(st.seed, *key), st.tails, sgn)
+                                row.update(ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
+                            rows.append(row)
+                    X = ways[0][1]
                     acc, npairs = S.pairwise_accuracy(H, X, d.info[m].higher_is_better)
                     sys_acc_rows.append({"subset": f"{sname} · {set_name}", "units": unit_desc, "rating": a, "metric": m,
                                          "accuracy": acc, "pairs": npairs, "n_units": int(len(mm))})
@@ -380,7 +524,11 @@ def adjust_across_metrics(corr: pd.DataFrame, st: Settings) -> pd.DataFrame:
 
 
 def error_measures(d: EvalData, st: Settings, scopes) -> pd.DataFrame:
-    """MSE of the best linear fit, and MAE / RMSE of each metric mapped onto the rating range (+ a constant)."""
+    """MSE of the best linear fit, and MAE / RMSE of each metric mapped onto the rating range (+ a constant).
+
+    ``mae`` / ``rmse`` are always *after* the min-max mapping (Dušek et al.), never between a metric and a rating
+    on different scales; ``mae_raw`` / ``rmse_raw`` (the metric taken as a prediction as it is) only where the scales
+    match: a higher-is-better metric whose scores all lie in the rating range (``scale_match``)."""
     err_rows = []
     for sname, mask in scopes:
         for a in d.ratings:
@@ -397,8 +545,13 @@ def error_measures(d: EvalData, st: Settings, scopes) -> pd.DataFrame:
                 pred = S.normalise_to_range(x, lo, hi, d.info[m].higher_is_better, st.round_to)
                 mae, rmse = S.mae_rmse(pred, h)
                 n = int((~(np.isnan(x) | np.isnan(h))).sum())
+                xv = x[~np.isnan(x)]
+                match = bool(d.info[m].higher_is_better and xv.size and lo <= xv.min() and xv.max() <= hi
+                             and np.ptp(xv) > 0.25 * (hi - lo))
+                mae_raw, rmse_raw = S.mae_rmse(x, h) if match else (math.nan, math.nan)
                 err_rows.append({"subset": sname, "rating": a, "metric": m, "mse_fit": S.mse_linear_fit(x, h),
-                                 "mae": mae, "rmse": rmse, "n": n, "range": f"[{lo:g}, {hi:g}]"})
+                                 "mae": mae, "rmse": rmse, "n": n, "range": f"[{lo:g}, {hi:g}]",
+                                 "scale_match": match, "mae_raw": mae_raw, "rmse_raw": rmse_raw})
     return pd.DataFrame(err_rows)
 
 
@@ -424,7 +577,7 @@ def williams_tests(d: EvalData, st: Settings, scopes, pooled_all: bool) -> pd.Da
     if not (st.williams and len(metrics) > 1):
         return pd.DataFrame(w_rows)
     pairs = list(itertools.combinations(metrics, 2))
-    for sname, mask in scopes:
+    for sname, mask in ([] if d.one_per_system else scopes):
         for a in d.ratings:
             h = d.ratings[a][mask]
             for m1, m2 in pairs:
@@ -491,7 +644,53 @@ def between_datasets(d: EvalData, st: Settings) -> pd.DataFrame:
     return between
 
 
-def _system_pairs(d: EvalData, st: Settings, notes: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _given_pairs(d: EvalData, st: Settings) -> list[dict]:
+    """Rows for externally given significant differences (``stats.significant_pairs``): the human means where
+    ratings exist and each metric's difference of system means (oriented), better minus worse."""
+    from qe.evaluation.scoring import EvaluationConfigError
+
+    rows = []
+    for gp in st.significant_pairs:
+        for s_ in (gp["better"], gp["worse"]):
+            if s_ not in d.systems:
+                raise EvaluationConfigError(f"stats.significant_pairs: system {s_!r} is not in the data; systems: {d.systems}")
+        aspects = [gp["rating"]] if gp.get("rating") else list(d.ratings)
+        for a in aspects:
+            if a not in d.ratings:
+                raise EvaluationConfigError(f"stats.significant_pairs: rating {a!r} is not evaluated; ratings: {list(d.ratings)}")
+            for ds in ([gp["dataset"]] if gp.get("dataset") else d.datasets):
+                ma = (d.dataset == ds) & (d.system == gp["better"])
+                mb = (d.dataset == ds) & (d.system == gp["worse"])
+                if not (ma.any() and mb.any()):
+                    continue
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    row = {"rating": a, "dataset": ds, "system_a": gp["better"], "system_b": gp["worse"],
+                           "test": "given (stats.significant_pairs)", "n": int(ma.sum() + mb.sum()),
+                           "mean_a": float(np.nanmean(d.ratings[a][ma])) if (~np.isnan(d.ratings[a][ma])).any() else math.nan,
+                           "mean_b": float(np.nanmean(d.ratings[a][mb])) if (~np.isnan(d.ratings[a][mb])).any() else math.nan,
+                           "diff": 1.0, "statistic": math.nan, "p": math.nan, "p_adj": math.nan, "significant": True,
+                           "better": gp["better"]}
+                    for m in d.metrics:
+                        row[f"m:{m}"] = float(np.nanmean(d.oriented(m)[ma]) - np.nanmean(d.oriented(m)[mb]))
+                rows.append(row)
+    return rows
+
+
+def _predicted(d: EvalData, pairs: pd.DataFrame) -> pd.DataFrame:
+    pred_rows = []
+    if len(pairs):
+        for a in d.ratings:
+            sig = pairs[(pairs["rating"] == a) & pairs["significant"]]
+            for m in d.metrics:
+                hit = int(sum(1 for _, r in sig.iterrows() if np.sign(r[f"m:{m}"]) == np.sign(r["diff"]) and r["diff"] != 0))
+                pred_rows.append({"rating": a, "metric": m, "predicted": hit, "significant": int(len(sig)),
+                                  "pairs": int((pairs["rating"] == a).sum())})
+    return pd.DataFrame(pred_rows)
+
+
+def _system_pairs(d: EvalData, st: Settings, notes: list[str],
+                  undefined: dict[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Which pairs of systems humans rate differently, and which of those differences each metric predicts.
 
     Wilcoxon: per dataset, each system's ratings are averaged per item (several outputs for one input become
@@ -501,6 +700,14 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str]) -> tuple[pd.DataF
     *predicted* by a metric when the metric's mean over the same items (oriented so that higher is better)
     differs in the same direction.
     """
+    undefined = {} if undefined is None else undefined
+    if st.significant_pairs:
+        pairs = pd.DataFrame(_given_pairs(d, st))
+        return pairs, _predicted(d, pairs)
+    if d.one_per_system:
+        undefined["pairs"] = ("one rating per system, so no test of system differences is possible; give published "
+                              "significant differences with `stats.significant_pairs`")
+        return pd.DataFrame(), pd.DataFrame()
     test = st.pairwise_test
     if test == "wilcoxon" and d.item is None:
         notes.append("Pairwise system differences: no item field to pair ratings on; used Tukey HSD instead of Wilcoxon.")
@@ -538,6 +745,11 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str]) -> tuple[pd.DataF
                 from statsmodels.stats.multicomp import pairwise_tukeyhsd
 
                 f2 = frame.dropna(subset=["h"])
+                sizes = f2.groupby("system").size()
+                if len(sizes) < 2 or int(sizes.min()) < 2:
+                    undefined["pairs"] = (f"{ds}: a system has fewer than 2 ratings of {a}, so Tukey HSD is undefined "
+                                          "(give known differences with `stats.significant_pairs`)")
+                    continue
                 res = pairwise_tukeyhsd(f2["h"].to_numpy(), f2["system"].to_numpy(), alpha=st.pairwise_alpha)
                 mean = f2.groupby("system").mean(numeric_only=True)
                 for i, (s1, s2) in enumerate(itertools.combinations(list(res.groupsunique), 2)):
@@ -558,12 +770,117 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str]) -> tuple[pd.DataF
             r["better"] = (r["system_a"] if r["diff"] > 0 else r["system_b"]) if r["diff"] != 0 else "="
         rows += fam
     pairs = pd.DataFrame(rows)
-    pred_rows = []
-    if len(pairs):
-        for a in d.ratings:
-            sig = pairs[(pairs["rating"] == a) & pairs["significant"]]
+    return pairs, _predicted(d, pairs)
+
+
+# ---- confounds ------------------------------------------------------------------------------------------------
+#: covariate sets of the partial correlations (column suffix -> covariates)
+COVARIATE_SETS = (("length", ("length",)), ("sentences", ("sentences",)), ("both", ("length", "sentences")))
+
+
+def _confound_row(x, h, cov: dict[str, np.ndarray], st: Settings, binned: np.ndarray | None) -> dict:
+    """One metric x rating: raw, with the covariates, partial, within length bins (``binned``: bin labels)."""
+    meth = st.confound_method
+    raw = S.correlation(x, h, meth)
+    row = {"method": meth, "n": raw.n, "r": raw.r, "p": raw.p,
+           "rho_length": S.correlation(x, cov["length"], meth).r,
+           "rho_sentences": S.correlation(x, cov["sentences"], meth).r}
+    done: dict[tuple, S.CorrResult] = {}
+    for label, names in COVARIATE_SETS:
+        # a covariate that does not vary here (every output one sentence) controls for nothing: leave it out
+        use = tuple(k for k in names if not S._is_constant(cov[k][~np.isnan(cov[k])]))
+        if use not in done:
+            done[use] = (S.partial_correlation(x, h, {k: cov[k] for k in use}, meth) if use
+                         else S.CorrResult(math.nan, math.nan, raw.n))
+        row[f"partial_{label}"], row[f"p_partial_{label}"] = done[use].r, done[use].p
+    if binned is not None:
+        xb = np.where(binned == "nan", np.nan, np.asarray(x, float))
+        b = S.averaged_correlation(xb, h, binned, meth, st.min_group_size)
+        row["within_length_bins"], row["bins"] = b.r, b.n_groups
+    else:
+        row["within_length_bins"], row["bins"] = math.nan, 0
+    row["explained"], row["reason"] = _explained(row, st)
+    return row
+
+
+def _explained(row: dict, st: Settings) -> tuple[bool, str]:
+    """The flag rule: |ρ(metric, length)| or |ρ(metric, sentence count)| >= flag_length_rho, or a raw correlation
+    significant at alpha (uncorrected) whose partial correlation given length or sentence count keeps less than
+    flag_ratio of its size."""
+    reasons = []
+    for key, what in (("rho_length", "length"), ("rho_sentences", "sentence count")):
+        rl = row[key]
+        if not math.isnan(rl) and abs(rl) >= st.flag_length_rho:
+            reasons.append(f"ρ(metric, {what}) = {rl:.2f}")
+    r, p = row["r"], row["p"]
+    if not math.isnan(r) and not math.isnan(p) and p < st.alpha:
+        for label, what in (("length", "length"), ("sentences", "sentence count")):
+            pr = row[f"partial_{label}"]
+            if not math.isnan(pr) and abs(pr) < st.flag_ratio * abs(r):
+                reasons.append(f"partial | {what} = {pr:.2f} vs raw {r:.2f}")
+    return bool(reasons), "; ".join(reasons)
+
+
+def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: dict[str, str]) -> pd.DataFrame:
+    """Does output length or sentence count explain a metric's correlation with a rating?
+
+    For every metric x rating, at instance level (flatten, each scope) and at system level (per-unit means of the
+    metric, the rating and the covariates): the raw correlation, the metric's correlation with length and sentence
+    count, partial correlations controlling for length, for sentence count and for both (pingouin), the mean
+    correlation within length bins (instance level), and the flag of :func:`_explained`."""
+    if not st.confounds:
+        return pd.DataFrame()
+    if not d.covariates:
+        undefined["confounds"] = "the records have no output text, so neither length nor sentence count is defined"
+        return pd.DataFrame()
+    rows = []
+    if not d.one_per_system:
+        for sname, mask in scopes:
+            cov = {k: v[mask] for k, v in d.covariates.items()}
+            labels = S.bin_labels(cov["length"], st.length_bins)
             for m in d.metrics:
-                hit = int(sum(1 for _, r in sig.iterrows() if np.sign(r[f"m:{m}"]) == np.sign(r["diff"]) and r["diff"] != 0))
-                pred_rows.append({"rating": a, "metric": m, "predicted": hit, "significant": int(len(sig)),
-                                  "pairs": int((pairs["rating"] == a).sum())})
-    return pairs, pd.DataFrame(pred_rows)
+                for a in d.ratings:
+                    row = _confound_row(d.metrics[m][mask], d.ratings[a][mask], cov, st, binned=labels)
+                    rows.append({"level": "instance", "subset": sname, "units": "outputs", "rating": a, "metric": m, **row})
+    for sname, mask in scopes:
+        pooled = pooled_all and sname == "all"
+        means = system_means(d, mask, system_units(d, mask, pooled))
+        cov = {k: means[f"covariate:{k}"].to_numpy(float) for k in d.covariates}
+        for m in d.metrics:
+            for a in d.ratings:
+                row = _confound_row(means[f"metric:{m}"].to_numpy(float), means[f"rating:{a}"].to_numpy(float), cov, st,
+                                    binned=None)
+                rows.append({"level": "system", "subset": f"{sname} · all systems",
+                             "units": "dataset/system pairs" if pooled else "systems", "rating": a, "metric": m, **row})
+    return pd.DataFrame(rows)
+
+
+# ---- human agreement ------------------------------------------------------------------------------------------
+def human_agreement(d: EvalData, st: Settings, scopes, pooled_all: bool,
+                    undefined: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ceiling for any metric: correlations between the rating columns (instance level per scope unless the
+    records are a per-system table, and system level on unit means), and Krippendorff's alpha (interval) over the
+    per-annotator ratings of each aspect."""
+    rows, alpha_rows = [], []
+    aspects = list(d.ratings)
+    pairs = list(itertools.combinations(aspects, 2))
+    for sname, mask in scopes:
+        if not d.one_per_system:
+            for a, b in pairs:
+                for meth in st.methods:
+                    c = S.correlation(d.ratings[a][mask], d.ratings[b][mask], meth)
+                    rows.append({"level": "instance", "subset": sname, "rating_a": a, "rating_b": b, "method": meth,
+                                 "r": c.r, "p": c.p, "n": c.n})
+        means = system_means(d, mask, system_units(d, mask, pooled_all and sname == "all"))
+        for a, b in pairs:
+            for meth in st.methods:
+                c = S.correlation(means[f"rating:{a}"], means[f"rating:{b}"], meth)
+                rows.append({"level": "system", "subset": sname, "rating_a": a, "rating_b": b, "method": meth,
+                             "r": c.r, "p": c.p, "n": c.n})
+        for a, ann in d.annotations.items():
+            m = ann[mask]
+            alpha_rows.append({"subset": sname, "rating": a, "alpha": S.krippendorff_alpha(m), "annotators": m.shape[1],
+                               "units": int(((~np.isnan(m)).sum(axis=1) >= 2).sum()), "level": "interval"})
+    if not pairs and not d.annotations:
+        undefined["agreement"] = "one rating column and no per-annotator ratings (`ratings.<aspect>@<annotator>`)"
+    return pd.DataFrame(rows), pd.DataFrame(alpha_rows)

@@ -7,7 +7,9 @@ One figure per rating aspect and kind, each a grid with one panel per metric:
 * ``bands_<aspect>.png`` -- distribution of the metric's scores in each human-rating band (box plots; bands of
   width 1 on the rating scale), as GRUEN's Figure 2;
 * ``systems_<aspect>.png`` -- system-level ranking chart: per-unit means of the rating and of every metric,
-  z-scored across units (lower-is-better metrics negated) and units ordered by the human mean.
+  z-scored across units (lower-is-better metrics negated) and units ordered by the human mean;
+* ``length_metrics.png`` -- every metric against output length in words (the confound section), with the
+  least-squares line and Spearman's rho.
 """
 from __future__ import annotations
 
@@ -63,6 +65,30 @@ def _bands(lo: float, hi: float) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
+def plot_length(d: EvalData, out_dir: Path, metrics: list[str], dpi: int, rng, prefix: str = "") -> Path:
+    """Metric vs output length (words), one panel per metric: what the confound section quantifies."""
+    plt, fig, axes = _grid(len(metrics))
+    length = d.covariates["length"]
+    for ax, m in zip(axes, metrics):
+        x, y = complete_pairs(length, d.metrics[m])
+        if x.size:
+            ax.scatter(x + rng.uniform(-0.3, 0.3, size=x.size), y, s=3, alpha=0.25, color="tab:green", linewidths=0)
+            if x.size > 2 and np.ptp(x) > 0:
+                k, b = np.polyfit(x, y, 1)
+                xs = np.linspace(x.min(), x.max(), 20)
+                ax.plot(xs, k * xs + b, color="tab:red", lw=1.5)
+        rho = corr_value(x, y, "spearman") if x.size > 2 else math.nan
+        ax.set_title(f"{m}  ρ={rho:.2f}", fontsize=8)
+        ax.set_xlabel("length (words)", fontsize=6)
+        ax.tick_params(labelsize=6)
+    fig.suptitle("metric vs output length (jittered), least-squares line, Spearman ρ", fontsize=9)
+    fig.tight_layout()
+    path = out_dir / f"{prefix}length_metrics.png"
+    _save(fig, path, dpi)
+    plt.close(fig)
+    return path
+
+
 def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None, dpi: int = 72,
              seed: int = 0, prefix: str = "") -> list[Path]:
     """Write every figure for every rating aspect; returns the files written."""
@@ -75,6 +101,8 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
     pooled = len(d.datasets) > 1
     units = system_units(d, np.ones(d.n, bool), pooled)
     means = system_means(d, np.ones(d.n, bool), units)
+    if "length" in d.covariates:
+        written.append(plot_length(d, out_dir, metrics, dpi, rng, prefix))
     for a in d.ratings:
         h_all = d.ratings[a]
         # scatter + regression line

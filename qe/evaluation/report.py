@@ -20,7 +20,15 @@ PROTOCOL_NAMES = {
     "none": "flatten (average_by=none): one correlation over all outputs",
     "sys": "per system, then averaged (average_by=sys)",
     "item": "per item, then averaged (average_by=item; summary level)",
-    "system means": "correlation of per-system mean scores",
+    "system means": "system level, mean of instance scores: correlation of per-system means",
+    "corpus score": "system level, corpus-level score: the metric computed over all outputs of each system",
+}
+SYSTEM_WAYS = {"system means": "mean of instance scores", "corpus score": "corpus-level score"}
+UNDEFINED_NAMES = {
+    "instance": "Instance level (every protocol)", "item_accuracy": "Pairwise accuracy within items",
+    "errors": "Error measures", "perm_both": "PERM-BOTH", "between_datasets": "One metric across datasets",
+    "pairs": "Pairwise system differences", "per_system": "Per-system breakdown", "agreement": "Human agreement",
+    "confounds": "Confounds",
 }
 
 
@@ -80,21 +88,33 @@ class ReportWriter:
             return "—"
         return f"{row['r']:.3f}" + ("*" if row["significant"] else "")
 
-    def corr_table(self, level: str, protocol: str, subset: str, methods: Sequence[str]) -> str | None:
+    def undefined(self, key: str, title: str | None = None) -> bool:
+        """Writes "undefined (reason)" for a skipped section (once) and says whether it was skipped."""
+        reason = self.res.undefined.get(key)
+        if reason is None:
+            return False
+        if title:
+            self.parts.append(f"{title}\n")
+        self.parts.append("_Undefined (the reason is in the Summary); section skipped._\n")
+        return True
+
+    def corr_table(self, level: str, protocol: str, subset: str, methods: Sequence[str],
+                   metrics: Sequence[str] | None = None) -> str | None:
         c = self.res.correlations
         sel = c[(c.level == level) & (c.protocol == protocol) & (c.subset == subset)]
         if sel.empty:
             return None
         if sel["r"].isna().all():
             sk = int(sel["groups_skipped"].max())
-            return (f"_No correlation is defined here (n = {int(sel['n'].max())} {sel['units'].iloc[0]}"
-                    + (f"; {sk} groups with fewer than {self.st.min_group_size} outputs or a constant side" if sk else "")
-                    + ")._")
+            n = int(sel["n"].max())
+            why = (f"{sk} groups with fewer than {self.st.min_group_size} outputs or a constant side" if sk
+                   else "fewer than 3 pairs" if n < 3 else "a constant side")
+            return f"_Undefined (n = {n} {sel['units'].iloc[0]}: {why})._"
         aspects = list(self.d.ratings)
         header = ["metric"] + [f"{a[:4]}. {ABBR[m]}" for a in aspects for m in methods]
         rows = []
         idx = {(r.metric, r.rating, r.method): r for r in sel.itertuples()}
-        for mname in self.d.metrics:
+        for mname in (self.d.metrics if metrics is None else metrics):
             row = [self.mlabel(mname)]
             for a in aspects:
                 for meth in methods:
@@ -108,6 +128,9 @@ class ReportWriter:
             extra = f"; groups skipped (fewer than {self.st.min_group_size} outputs or a constant side): {sk[0] if len(sk) == 1 else f'{sk[0]}–{sk[-1]}'}"
         unit = sel["units"].iloc[0]
         n_txt = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+        if sel["p"].isna().all():
+            extra += ("; no p-values: the bootstrap over groups needs at least 5 groups (or stats.bootstrap.n > 0), so no "
+                      "`*`" if protocol in ("sys", "item") else "; no p-values")
         return md_table(header, rows) + f"\n\n_n = {n_txt} {unit}{extra}._"
 
     # ---- sections -----------------------------------------------------------------------------------------------
@@ -122,6 +145,7 @@ class ReportWriter:
         p.append(f"qe {qe.__version__}; Python {platform.python_version()} on {platform.machine()} "
                  f"({platform.system()}, {os.cpu_count()} CPU cores, {_gpu()})"
                  + (f"; scoring and analysis took {self.elapsed:.0f} s" if self.elapsed else "") + ".\n")
+        self.summary()
         tails = "two-tailed" if st.tails == 2 else "one-tailed (in each metric's expected direction)"
         p.append("## Settings\n")
         p.append(md_table(["setting", "value"], [
@@ -133,10 +157,68 @@ class ReportWriter:
             ["metric vs metric", f"Williams test on Pearson (one-tailed, uncorrected, as Graham & Baldwin 2014); PERM-BOTH ({st.permutation_method}, {st.permutation_n} permutations)"],
             ["error measures", f"MSE after the least-squares line (Kann et al. eq. 6); MAE / RMSE after min–max mapping into the rating range"
                                + (f", rounded to {st.round_to:g} steps" if st.round_to else "") + " (Dušek et al.)"],
-            ["system differences", f"{'Wilcoxon signed-rank, ratings paired by item' if st.pairwise_test == 'wilcoxon' else 'Tukey HSD'}, "
-                                   f"{CORR_NAMES[st.pairwise_correction] if st.pairwise_test == 'wilcoxon' else 'Tukey-corrected'} across system pairs, α = {st.pairwise_alpha:g}"],
+            ["system differences", ("given as input (`stats.significant_pairs`), not tested" if st.significant_pairs else
+                                    f"{'Wilcoxon signed-rank, ratings paired by item' if st.pairwise_test == 'wilcoxon' else 'Tukey HSD'}, "
+                                    f"{CORR_NAMES[st.pairwise_correction] if st.pairwise_test == 'wilcoxon' else 'Tukey-corrected'} across system pairs, α = {st.pairwise_alpha:g}")],
+            ["system level", "two ways, named in every table: mean of instance scores per system, and"
+                             + (" the corpus-level score of each system (scorers with a pooled corpus score: BLEU, NIST, chrF, TER)"
+                                if st.corpus_level else " (corpus-level scores off)")
+                             + (f"; system sets: {', '.join(st.system_sets)}" if st.system_sets else "")],
+            ["confounds", (f"{st.confound_method} partial correlations controlling for length (words) and sentence count "
+                           f"({st.sentence_splitter}), pingouin; {st.length_bins} length bins; flag: |partial| < {st.flag_ratio:g}·|raw| "
+                           f"(raw p < {st.alpha:g}) or |ρ(metric, length or sentence count)| ≥ {st.flag_length_rho:g}") if st.confounds else "off"],
         ], "ll"))
         p.append("")
+
+    def summary(self):
+        """What a reader must know first: flagged confounds, the human ceiling, and what is undefined."""
+        p = self.parts
+        lines = []
+        cf = self.res.confounds
+        if cf is not None and len(cf):
+            inst = cf[(cf.level == "instance") & (cf.subset == "all")]
+            sysl = cf[(cf.level == "system") & (cf.subset == "all · all systems")]
+            for level, frame in (("instance level", inst), ("system level", sysl)):
+                if frame.empty:
+                    continue
+                itself = {m for m in frame.metric.unique() if (frame[frame.metric == m]["rho_length"].abs() > 0.999).all()}
+                flagged = frame[frame.explained & ~frame.metric.isin(itself)]
+                if len(flagged):
+                    per: dict[str, list[str]] = {}
+                    for r in flagged.itertuples():
+                        for reason in r.reason.split("; "):
+                            txt = reason if reason.startswith("ρ(") else f"{r.rating}: {reason}"
+                            if txt not in per.setdefault(r.metric, []):
+                                per[r.metric].append(txt)
+                    n = int(frame["n"].max())
+                    lines.append(f"**Confounded at {level}** (all data, {n} {frame['units'].iloc[0]}, "
+                                 f"{self.st.confound_method}): "
+                                 + "; ".join(f"`{m}` ({', '.join(v)})" for m, v in per.items())
+                                 + ". Read these correlations as partly length / sentence-count effects (section Confounds).")
+                else:
+                    lines.append(f"No metric's correlation at {level} is explained by length or sentence count by the flag rule"
+                                 + (f" (`{'`, `'.join(sorted(itself))}` is length itself)" if itself else "") + ".")
+
+        ag = self.res.agreement
+        if ag is not None and len(ag):
+            sel = ag[(ag.subset == "all") & (ag.method == self.st.methods[0])]
+            for level in ("instance", "system"):
+                x = sel[sel.level == level]
+                if len(x):
+                    lines.append(f"Human ceiling ({level} level, {ABBR[self.st.methods[0]]} between rating columns): "
+                                 + ", ".join(f"{r.rating_a}–{r.rating_b} {fnum(r.r, 2)}" for r in x.itertuples()) + ".")
+        al = self.res.alpha
+        if al is not None and len(al):
+            x = al[al.subset == "all"]
+            lines.append("Inter-annotator agreement (Krippendorff's α, interval): "
+                         + ", ".join(f"{r.rating} {fnum(r.alpha, 2)} ({r.annotators} annotators)" for r in x.itertuples()) + ".")
+        by_reason: dict[str, list[str]] = {}
+        for key, reason in self.res.undefined.items():
+            by_reason.setdefault(reason, []).append(UNDEFINED_NAMES.get(key, key))
+        for reason, names in by_reason.items():
+            lines.append(f"Undefined ({reason}), so skipped: {'; '.join(names)}.")
+        if lines:
+            p.append("## Summary\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
 
     def data_section(self):
         d = self.d
@@ -166,6 +248,8 @@ class ReportWriter:
     def instance_section(self):
         p = self.parts
         st = self.st
+        if self.undefined("instance", "## Instance level"):
+            return
         if "none" in st.protocols:
             p.append("## Instance level — protocol: flatten (average_by=none)\n")
             p.append("One correlation over all outputs of a subset. " + self.sig_note() + "; ↓ = lower is better, so a "
@@ -174,10 +258,11 @@ class ReportWriter:
             for s in [x for x in subs if not x.startswith("system=")]:
                 t = self.corr_table("instance", "none", s, st.methods)
                 if t:
-                    p.append(f"### {'All data' if s == 'all' else s}\n\n{t}\n")
+                    p.append(f"### {'All data' if s == 'all' else s}\n\n{t}\n" + self.ceiling_note(s))
             if "pearson" in st.bootstrap_methods and st.bootstrap_n:
                 p.append(self.ci_table("instance", "none", "pearson"))
             sys_subs = [x for x in subs if x.startswith("system=")]
+            self.undefined("per_system", "### Per-system breakdown (instance level, flatten, within each system)")
             if sys_subs:
                 p.append("### Per-system breakdown (instance level, flatten, within each system)\n")
                 c = self.res.correlations
@@ -205,7 +290,7 @@ class ReportWriter:
                 if t:
                     p.append(f"### {'All data' if s == 'all' else s}\n\n{t}\n")
         ia = self.res.item_accuracy
-        if len(ia):
+        if ia is not None and len(ia):
             p.append("### Pairwise accuracy within items\n")
             p.append("Share of pairs of outputs for the same input, with different human ratings, that the metric "
                      "orders as humans do (metric ties count as misses; 0.5 = chance). Useful where items have only two "
@@ -216,6 +301,23 @@ class ReportWriter:
             rows = [[self.mlabel(m)] + [fnum(idx[(m, a, s)].accuracy) for a in self.d.ratings for s in subs] for m in self.d.metrics]
             npairs = {(a, s): int(ia[(ia.rating == a) & (ia.subset == s)]["pairs"].max()) for a in self.d.ratings for s in subs}
             p.append(md_table(header, rows) + "\n\n_pairs: " + "; ".join(f"{a[:4]}. {s}: {n}" for (a, s), n in npairs.items()) + "._\n")
+
+    def ceiling_note(self, subset: str, level: str = "instance") -> str:
+        """The human ceiling beside the metric correlations: agreement between the rating columns (same level,
+        subset, coefficients) and Krippendorff's alpha."""
+        ag, al = self.res.agreement, self.res.alpha
+        parts = []
+        if ag is not None and len(ag):
+            sel = ag[(ag.level == level) & (ag.subset == subset)]
+            if len(sel):
+                parts.append("between rating columns " + ", ".join(
+                    f"{r.rating_a}–{r.rating_b} {ABBR[r.method]} = {fnum(r.r)}" for r in sel.itertuples()))
+        if al is not None and len(al) and level == "instance":
+            sel = al[al.subset == subset]
+            if len(sel):
+                parts.append("Krippendorff's α " + ", ".join(f"{r.rating} = {fnum(r.alpha)}" for r in sel.itertuples()))
+        return ("\n_Human ceiling (agreement among humans; no metric is expected above it): " + "; ".join(parts) + "._\n"
+                if parts else "")
 
     def ci_table(self, level: str, protocol: str, method: str, subset_filter=None) -> str:
         c = self.res.correlations
@@ -242,10 +344,14 @@ class ReportWriter:
         sysc = c[c.level == "system"]
         if sysc.empty:
             return
-        p.append("## System level — correlation of per-system means\n")
-        p.append("A unit is a system within one dataset (pooled over datasets: a dataset/system pair). Sets: all "
-                 "systems, and excluding systems marked as human (Reiter & Belz's sets I and II). With few units the "
-                 "correlations are fragile: read the n and the bootstrap intervals. " + self.sig_note() + ".\n")
+        p.append("## System level — mean of instance scores and corpus-level score\n")
+        p.append("A unit is a system within one dataset (pooled over datasets: a dataset/system pair). Two ways, each "
+                 "table named: the **mean of instance scores** of each system, and, for metrics with a corpus-level "
+                 "definition (BLEU, NIST, chrF, TER computed over all of a system's outputs, as sacrebleu / mteval do), "
+                 "the **corpus-level score** of each system — what Reiter & Belz and most MT/NLG metric studies "
+                 "correlate. Sets: all systems, excluding systems marked as human (Reiter & Belz's sets I and II), and "
+                 "the named `stats.system_sets`. With few units the correlations are fragile: read the n and the "
+                 "bootstrap intervals. " + self.sig_note() + ".\n")
         sm = self.res.system_means
         top = sm[sm.subset == "all"].set_index("unit")
         cols = [f"rating:{a}" for a in self.d.ratings] + [f"metric:{m}" for m in self.d.metrics]
@@ -254,15 +360,23 @@ class ReportWriter:
         rows += [[(c_.split(":", 1)[1] if c_.startswith("metric:") and self.d.info[c_.split(':', 1)[1]].higher_is_better
                    else c_.split(":", 1)[1] + (" ↓" if c_.startswith("metric:") else " (human)"))]
                  + [fnum(v) for v in top[c_]] for c_ in cols]
-        p.append("### Per-unit means (all data)\n\n" + md_table(header, rows) + "\n")
+        from qe.evaluation.analysis import corpus_column
+
+        for m in [m for m in self.d.metrics if m in self.d.corpus]:
+            rows.append([f"{self.mlabel(m)} (corpus-level)"] + [fnum(v) for v in corpus_column(self.d, top, m)])
+        p.append("### Per-unit scores (all data; metric rows are means of instance scores unless marked corpus-level)\n\n"
+                 + md_table(header, rows) + "\n")
         for s in sysc["subset"].unique():
-            t = self.corr_table("system", "system means", s, self.st.methods)
-            if t:
-                p.append(f"### {s}\n\n{t}\n")
+            for proto in ("system means", "corpus score"):
+                t = self.corr_table("system", proto, s, self.st.methods,
+                                    None if proto == "system means" else [m for m in self.d.metrics if m in self.d.corpus])
+                if t:
+                    p.append(f"### {s} — {SYSTEM_WAYS[proto]}\n\n{t}\n" + (self.ceiling_note(s.split(' · ')[0], "system")
+                                                                           if proto == "system means" and s.endswith("all systems") else ""))
         if self.st.bootstrap_n:
             p.append(self.ci_table("system", "system means", "pearson", lambda s: s.startswith("all ")))
         sa = self.res.system_accuracy
-        if len(sa):
+        if sa is not None and len(sa):
             p.append("### System-level pairwise accuracy\n")
             p.append("Share of unit pairs with different human means that the metric orders the same way (metric ties "
                      "count as misses).\n")
@@ -275,8 +389,10 @@ class ReportWriter:
                      + ". Per dataset: `system_accuracy.csv`._\n")
 
     def error_section(self):
+        if self.undefined("errors", "## Error measures"):
+            return
         e = self.res.errors
-        if e.empty:
+        if e is None or e.empty:
             return
         p = self.parts
         p.append("## Error measures\n")
@@ -284,11 +400,17 @@ class ReportWriter:
                  "MSE after the best linear fit of the rating on the metric (Kann et al. 2018, eq. 6; lower is better); "
                  "MAE and RMSE after mapping the metric min–max into the rating range"
                  + (f" and rounding to {self.st.round_to:g} steps" if self.st.round_to else "")
-                 + " (Dušek et al. 2017; ↓ metrics reversed first). The constant baseline predicts the mean rating.\n")
+                 + " (Dušek et al. 2017; ↓ metrics reversed first) — never between a metric and a rating on different "
+                 "scales. The constant baseline predicts the mean rating.\n")
+        raw = bool(e.get("scale_match", pd.Series(dtype=bool)).fillna(False).astype(bool).any())
+        kinds = ("MSE fit", "MAE mapped", "RMSE mapped") + (("MAE raw", "RMSE raw") if raw else ())
+        if raw:
+            p.append("Raw MAE / RMSE (the metric taken as a prediction as it is) only for metrics on the rating scale "
+                     "(higher is better, every score inside the rating range); — elsewhere.\n")
         for s in e["subset"].unique():
             sel = e[e.subset == s]
             names = list(dict.fromkeys(sel["metric"]))
-            header = ["metric"] + [f"{a[:4]}. {k}" for a in self.d.ratings for k in ("MSE fit", "MAE", "RMSE")]
+            header = ["metric"] + [f"{a[:4]}. {k}" for a in self.d.ratings for k in kinds]
             idx = {(r.metric, r.rating): r for r in sel.itertuples()}
             rows = []
             for m in names:
@@ -296,14 +418,17 @@ class ReportWriter:
                 row = [lab]
                 for a in self.d.ratings:
                     r = idx.get((m, a))
-                    row += [fnum(r.mse_fit), fnum(r.mae), fnum(r.rmse)] if r is not None else ["—"] * 3
+                    vals = [fnum(r.mse_fit), fnum(r.mae), fnum(r.rmse)] if r is not None else ["—"] * 3
+                    if raw:
+                        vals += [fnum(getattr(r, "mae_raw", math.nan)), fnum(getattr(r, "rmse_raw", math.nan))] if r is not None else ["—"] * 2
+                    row += vals
                 rows.append(row)
             rng = ", ".join(f"{a}: {sel[sel.rating == a]['range'].iloc[0]}" for a in self.d.ratings)
             p.append(f"### {'All data' if s == 'all' else s}\n\n" + md_table(header, rows) + f"\n\n_rating range {rng}._\n")
 
     def compare_section(self):
         w, pm = self.res.williams, self.res.permutation
-        if w.empty and pm.empty:
+        if (w is None or w.empty) and (pm is None or pm.empty):
             return
         p = self.parts
         p.append("## Comparing metrics\n")
@@ -312,22 +437,26 @@ class ReportWriter:
                  f"(dependent Pearson correlations, one-tailed, α = {self.st.alpha:g}, uncorrected as in Graham & "
                  f"Baldwin 2014) and PERM-BOTH ({self.st.permutation_method}, {self.st.permutation_n} permutations, "
                  "one-tailed). ↓ metrics are negated first. Full p-value matrices: `williams.csv`, `permutation.csv`.\n")
+        system_only = "instance" in self.res.undefined
         for a in self.d.ratings:
             rows = []
             wa = w[(w.level == "instance") & (w.subset == "all") & (w.rating == a)] if not w.empty else w
-            pa = pm[pm.rating == a] if not pm.empty else pm
+            pa = pm[pm.rating == a] if pm is not None and not pm.empty else pm
             ws = w[(w.level == "system") & (w.rating == a)] if not w.empty else w
             r_of = {}
-            for r in wa.itertuples():
+            for r in (ws if system_only else wa).itertuples():
                 r_of[r.metric_a], r_of[r.metric_b] = r.r_a, r.r_b
             for m in sorted(self.d.metrics, key=lambda m: -(r_of.get(m, -9) if not math.isnan(r_of.get(m, -9)) else -9)):
-                beats_w = self._beats(wa, m)
-                beats_p = self._beats(pa, m)
-                beats_s = self._beats(ws, m)
-                rows.append([self.mlabel(m), fnum(r_of.get(m, math.nan)), ", ".join(beats_w) or "—",
-                             ", ".join(beats_p) or "—", ", ".join(beats_s) or "—"])
-            p.append(f"### {a}\n\n" + md_table(["metric", "r (oriented, all)", "beats (Williams, instance)",
-                                                  "beats (PERM-BOTH, instance)", "beats (Williams, system)"], rows, "lrlll") + "\n")
+                beats_s = ", ".join(self._beats(ws, m)) or "—"
+                if system_only:
+                    rows.append([self.mlabel(m), fnum(r_of.get(m, math.nan)), beats_s])
+                else:
+                    rows.append([self.mlabel(m), fnum(r_of.get(m, math.nan)), ", ".join(self._beats(wa, m)) or "—",
+                                 ", ".join(self._beats(pa, m)) or "—", beats_s])
+            header = (["metric", "r (oriented, system means)", "beats (Williams, system)"] if system_only else
+                      ["metric", "r (oriented, all)", "beats (Williams, instance)", "beats (PERM-BOTH, instance)",
+                       "beats (Williams, system)"])
+            p.append(f"### {a}\n\n" + md_table(header, rows, "lr" + "l" * (len(header) - 2)) + "\n")
 
     def _beats(self, frame: pd.DataFrame, m: str) -> list[str]:
         out = []
@@ -366,37 +495,129 @@ class ReportWriter:
         p.append(md_table(header, rows) + "\n")
 
     def pairs_section(self):
+        title = "## Pairwise system differences (Reiter & Belz 2009, Table 9)"
+        if self.undefined("pairs", title):
+            return
         sp, pr = self.res.system_pairs, self.res.predicted
         if sp is None or sp.empty:
             return
         p = self.parts
         st = self.st
-        p.append("## Pairwise system differences (Reiter & Belz 2009, Table 9)\n")
+        p.append(title + "\n")
         test = sp["test"].iloc[0]
-        p.append(f"Which pairs of systems do humans rate differently? {test}"
-                 + (" on ratings paired by item (each system's ratings averaged per item first)" if test.startswith("Wilcoxon") else "")
-                 + f"; {st.pairwise_correction.capitalize() if test.startswith('Wilcoxon') else 'Tukey'} correction across the pairs of each "
-                 f"rating aspect; α = {st.pairwise_alpha:g}, two-tailed.\n")
-        rows = [[r.rating, r.dataset, r.system_a, r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2), fp(r.p), fp(r.p_adj),
-                 ("**" + r.better + "**") if r.significant else "n.s."] for r in sp.itertuples()]
-        p.append(md_table(["rating", "dataset", "A", "B", "n pairs", "mean A", "mean B", "p", "p adj.", "better"], rows,
-                          "llllrrrrrl") + "\n")
+        if test.startswith("given"):
+            p.append("Significant differences given as input (`stats.significant_pairs`, e.g. a published list); no test "
+                     "was run here, so there are no p-values. Human means where the records carry ratings; n = outputs of "
+                     "the two systems.\n")
+            rows = [[r.rating, r.dataset, f"**{r.system_a}**", r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2)]
+                    for r in sp.itertuples()]
+            p.append(md_table(["rating", "dataset", "better", "worse", "n outputs", "mean better", "mean worse"], rows,
+                              "llllrrr") + "\n")
+        else:
+            p.append(f"Which pairs of systems do humans rate differently? {test}"
+                     + (" on ratings paired by item (each system's ratings averaged per item first)" if test.startswith("Wilcoxon") else "")
+                     + f"; {st.pairwise_correction.capitalize() if test.startswith('Wilcoxon') else 'Tukey'} correction across the pairs of each "
+                     f"rating aspect; α = {st.pairwise_alpha:g}, two-tailed.\n")
+            n_head = "n pairs (items)" if test.startswith("Wilcoxon") else "n ratings"
+            rows = [[r.rating, r.dataset, r.system_a, r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2), fp(r.p), fp(r.p_adj),
+                     ("**" + r.better + "**") if r.significant else "n.s."] for r in sp.itertuples()]
+            p.append(md_table(["rating", "dataset", "A", "B", n_head, "mean A", "mean B", "p", "p adj.", "better"], rows,
+                              "llllrrrrrl") + "\n")
         if pr is not None and not pr.empty:
             p.append("### Significant human differences predicted by each metric\n")
-            p.append("A difference is predicted when the metric's mean over the same items is higher for the system "
-                     "humans prefer (↓ metrics negated).\n")
+            p.append("A difference is predicted when the metric's mean is higher for the system humans prefer (↓ metrics "
+                     "negated): over the items both systems share for tested pairs, over all outputs of the two systems "
+                     "for given pairs.\n")
             header = ["metric"] + list(self.d.ratings)
             idx = {(r.metric, r.rating): r for r in pr.itertuples()}
             rows = [[self.mlabel(m)] + [f"{idx[(m, a)].predicted} / {idx[(m, a)].significant}" if (m, a) in idx else "—"
                                         for a in self.d.ratings] for m in self.d.metrics]
             p.append(md_table(header, rows) + "\n")
 
+    def confound_section(self):
+        title = "## Confounds: output length and sentence count"
+        if self.undefined("confounds", title):
+            return
+        cf = self.res.confounds
+        if cf is None or cf.empty:
+            return
+        p, st = self.parts, self.st
+        p.append(title + "\n")
+        p.append(f"Does a metric correlate with a rating only because both follow output length (words) or the number "
+                 f"of sentences? {st.confound_method.capitalize()} coefficients: raw, the metric with length (ρ len) and "
+                 f"sentence count (ρ sent), partial correlations controlling for length, for sentence count and for both "
+                 f"(pingouin `partial_corr`), and at instance level the mean correlation inside {st.length_bins} length "
+                 f"bins. **Flag**: |ρ(metric, length)| or |ρ(metric, sentence count)| ≥ {st.flag_length_rho:g}, or a raw correlation significant at "
+                 f"α = {st.alpha:g} (uncorrected) whose partial given length or sentence count is below "
+                 f"{st.flag_ratio:g}·|raw|. `*` = partial p < {st.alpha:g} (uncorrected). Every scope and level: "
+                 "`confounds.csv`.\n")
+
+        def c(v, pv=None):
+            return "—" if v is None or math.isnan(v) else f"{v:.3f}" + ("*" if pv is not None and not math.isnan(pv) and pv < st.alpha else "")
+
+        for level, subset in (("instance", "all"), ("system", "all · all systems")):
+            sel = cf[(cf.level == level) & (cf.subset == subset)]
+            if sel.empty:
+                continue
+            const_sent = sel["p_partial_sentences"].isna().all() and sel["partial_sentences"].isna().all()
+            rows = []
+            for r in sel.itertuples():
+                rows.append([self.mlabel(r.metric), r.rating, c(r.r, r.p), c(r.rho_length), c(r.rho_sentences),
+                             c(r.partial_length, r.p_partial_length), c(r.partial_sentences, r.p_partial_sentences),
+                             c(r.partial_both, r.p_partial_both)] + ([c(r.within_length_bins)] if level == "instance" else [])
+                            + ["**yes**" if r.explained else "no"])
+            header = ["metric", "rating", "raw", "ρ len", "ρ sent", "partial | len", "partial | sent", "partial | both"] \
+                + (["within length bins"] if level == "instance" else []) + ["flag"]
+            n = int(sel["n"].max())
+            p.append(f"### {'Instance level (flatten), all data' if level == 'instance' else 'System level, means of instance scores, all systems'}\n\n"
+                     + md_table(header, rows, "ll" + "r" * (len(header) - 3) + "l")
+                     + f"\n\n_n = {n} {sel['units'].iloc[0]}"
+                     + ("; sentence count does not vary here, so partials given it are undefined (—)" if const_sent else "")
+                     + (f"; {int(sel['bins'].max())} length bins" if level == "instance" else "") + "._\n")
+        figs = [f for f in self.figures if f.stem.startswith("length_")]
+        for f in figs:
+            rel = f.relative_to(self.out_dir) if self.out_dir and f.is_relative_to(self.out_dir) else f
+            p.append(f"![{f.stem}]({rel.as_posix()})\n")
+
+    def agreement_section(self):
+        title = "## Human agreement (the ceiling for any metric)"
+        if self.undefined("agreement", title):
+            return
+        ag, al = self.res.agreement, self.res.alpha
+        if (ag is None or ag.empty) and (al is None or al.empty):
+            return
+        p = self.parts
+        p.append(title + "\n")
+        p.append("Correlation between the human rating columns (same outputs / same units), and Krippendorff's α "
+                 "(interval; the `krippendorff` package) over per-annotator ratings (rating keys `<aspect>@<annotator>`). "
+                 "A metric correlating with a rating about as well as another human rating of the same outputs has "
+                 "reached what the ratings can show.\n")
+        if ag is not None and len(ag):
+            rows = []
+            skipped = set()
+            for (lv, sub, a, b), g in ag.groupby(["level", "subset", "rating_a", "rating_b"], sort=False):
+                if g["r"].isna().all():
+                    skipped.add(f"{lv} level, {sub} (n = {int(g['n'].max())})")
+                    continue
+                idx = {r.method: r for r in g.itertuples()}
+                rows.append([lv, sub, f"{a} – {b}"] + [(f"{idx[m].r:.3f}" + ("*" if idx[m].p < self.st.alpha else ""))
+                                                       if m in idx and not math.isnan(idx[m].r) else "—" for m in self.st.methods]
+                            + [int(g["n"].max())])
+            p.append(md_table(["level", "subset", "ratings"] + [ABBR[m] for m in self.st.methods] + ["n"], rows,
+                              "lll" + "r" * (len(self.st.methods) + 1))
+                     + f"\n\n_`*` = p < {self.st.alpha:g} (two-tailed, uncorrected)"
+                     + (f"; undefined (fewer than 3 units or a constant side): {', '.join(sorted(skipped))}" if skipped else "")
+                     + "._\n")
+        if al is not None and len(al):
+            rows = [[r.subset, r.rating, fnum(r.alpha), r.annotators, r.units] for r in al.itertuples()]
+            p.append(md_table(["subset", "rating", "Krippendorff's α", "annotators", "units rated twice or more"], rows, "llrrr") + "\n")
+
     def figures_section(self):
         if not self.figures:
             return
         p = self.parts
         p.append("## Figures\n")
-        for f in self.figures:
+        for f in [f for f in self.figures if not f.stem.startswith("length_")]:
             rel = f.relative_to(self.out_dir) if self.out_dir and f.is_relative_to(self.out_dir) else f
             p.append(f"![{f.stem}]({rel.as_posix()})\n")
 
@@ -408,6 +629,8 @@ class ReportWriter:
         self.parts = []
         self.header()
         self.data_section()
+        self.agreement_section()
+        self.confound_section()
         self.instance_section()
         self.system_section()
         self.error_section()
@@ -423,6 +646,7 @@ def write_outputs(out_dir: Path, res: Results) -> list[Path]:
     """The tables as CSV beside report.md."""
     out = []
     for name, frame in [("correlations", res.correlations), ("errors", res.errors), ("system_means", res.system_means),
+                        ("confounds", res.confounds), ("agreement", res.agreement), ("krippendorff_alpha", res.alpha),
                         ("system_accuracy", res.system_accuracy), ("item_accuracy", res.item_accuracy),
                         ("williams", res.williams), ("permutation", res.permutation),
                         ("between_datasets", res.between_datasets), ("system_pairs", res.system_pairs),

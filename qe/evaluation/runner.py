@@ -21,6 +21,8 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
     boot = dict(s.get("bootstrap") or {})
     perm = dict(s.get("permutation") or {})
     pw = dict(s.get("pairwise") or {})
+    cf = s.get("confounds", {})
+    cf = {"enabled": bool(cf)} if isinstance(cf, bool) else dict(cf or {})
     rr = s.get("rating_range")
     kw = dict(
         methods=list(s.get("methods", ["pearson", "spearman", "kendall"])),
@@ -36,6 +38,13 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
         per_system=bool(s.get("per_system", True)), between_datasets=bool(s.get("between_datasets", True)),
         pairwise_test=str(pw.get("test", "wilcoxon")), pairwise_correction=str(pw.get("correction", "bonferroni")),
         pairwise_alpha=float(pw.get("alpha", 0.05)),
+        confounds=bool(cf.get("enabled", True)), confound_method=str(cf.get("method", "spearman")),
+        length_bins=int(cf.get("length_bins", 5)), flag_ratio=float(cf.get("flag_ratio", 0.5)),
+        flag_length_rho=float(cf.get("flag_length_rho", 0.5)),
+        sentence_splitter=str(cf.get("sentence_splitter", "pysbd")),
+        system_sets={str(k): list(v) if not isinstance(v, str) else v for k, v in dict(s.get("system_sets") or {}).items()},
+        significant_pairs=list(s.get("significant_pairs") or []),
+        corpus_level=bool(s.get("corpus_level", True)),
     )
     try:
         return Settings(**kw)
@@ -76,12 +85,16 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     if item_key:
         items = [getattr(r, item_key, None) if item_key in ("mr", "source", "id", "output") else r.extra.get(item_key)
                  for r in records]
+    corpus: dict = {}
     metrics, info = collect_metrics(records, specs, out, columns=metric_columns, lower_is_better=lower_is_better,
                                     items=items, dataset_name=dataset_name, resume=resume, batch_size=batch_size,
-                                    device=device, progress=progress)
+                                    device=device, progress=progress, corpus=corpus)
+    notes: list[str] = []
     data = build_eval_data(records, metrics, info, ratings=list(ratings) if ratings else None, item_key=item_key,
-                           human_systems=human_systems, rating_range=rating_range, dataset_name=dataset_name)
-    res = analyse(data, settings, progress=progress)
+                           human_systems=human_systems, rating_range=rating_range, dataset_name=dataset_name,
+                           confounds=settings.confounds, sentence_splitter=settings.sentence_splitter, corpus=corpus,
+                           notes=notes)
+    res = analyse(data, settings, progress=progress, notes=notes)
     figures = plot_all(data, out / "figures", dpi=dpi, seed=settings.seed) if plots else []
     tables = write_outputs(out, res)
     desc = ""

@@ -11,6 +11,10 @@ A *metric* in a meta-evaluation is either
 (per metric: where it came from, its signature, its orientation) are rewritten atomically after each scorer, so
 a crash loses at most the scorer that was running; with ``resume=True`` a rerun into the same directory reuses
 every finished scorer whose spec (model + options) and record ids are unchanged.
+
+Corpus-level scores: for a scorer whose ``corpus_score`` pools statistics over a set (``CORPUS == "pooled"``:
+BLEU, chrF, TER, NIST), the score of each system's outputs (per dataset) is computed as well and kept in
+``scores.meta.json`` (``corpus``), for the system level "corpus score" protocol.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import json
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -154,9 +159,33 @@ def _clean(v: float) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
+UNIT_SEP = "\x1f"
+
+
+def unit_of(r: Record, dataset_name: str) -> tuple[str, str]:
+    """The (dataset, system) unit of a record, as the analysis names it."""
+    return (r.dataset if r.dataset is not None else dataset_name, r.system if r.system is not None else "(none)")
+
+
+def corpus_scores(scorer, records: Sequence[Record], kw: Mapping[str, Any], dataset_name: str) -> dict[tuple[str, str], float]:
+    """``scorer.corpus_score`` of the outputs of each (dataset, system) unit, for scorers with a pooled corpus-level
+    definition (``CORPUS == "pooled"``); {} for the others (their corpus score is the mean of sentence scores)."""
+    if getattr(scorer, "CORPUS", "mean") != "pooled" or not hasattr(scorer, "corpus_score"):
+        return {}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in enumerate(records):
+        groups.setdefault(unit_of(r, dataset_name), []).append(i)
+    refs = kw.get("refs")
+    out = {}
+    for unit, idx in groups.items():
+        out[unit] = float(scorer.corpus_score([records[i].output for i in idx], [refs[i] for i in idx]))
+    return out
+
+
 def write_scores(out_dir: Path, records: Sequence[Record], items: Sequence[str | None],
                  metrics: Mapping[str, np.ndarray], info: Mapping[str, MetricInfo],
-                 specs_done: Mapping[str, str], digest: str) -> None:
+                 specs_done: Mapping[str, str], digest: str,
+                 corpus: Mapping[str, Mapping[tuple[str, str], float]] | None = None) -> None:
     """Atomically (temp file + rename) write scores.jsonl and scores.meta.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / (SCORES_FILE + ".tmp")
@@ -171,7 +200,8 @@ def write_scores(out_dir: Path, records: Sequence[Record], items: Sequence[str |
     meta = {"records": len(records), "ids_sha256": digest,
             "metrics": {n: {"source": info[n].source, "higher_is_better": info[n].higher_is_better,
                             "signature": info[n].signature, "model": info[n].model} for n in names},
-            "scorer_specs": dict(specs_done)}
+            "scorer_specs": dict(specs_done),
+            "corpus": {m: {UNIT_SEP.join(u): _clean(v) for u, v in t.items()} for m, t in (corpus or {}).items()}}
     tmpm = out_dir / (META_FILE + ".tmp")
     tmpm.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     tmpm.replace(out_dir / META_FILE)
@@ -203,10 +233,12 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
                     columns: str | Sequence[str] | None = "all", lower_is_better: Sequence[str] = (),
                     items: Sequence[str | None] | None = None, dataset_name: str = "<dataset>",
                     resume: bool = True, batch_size: int | None = None, device: str | None = None,
-                    progress: bool = True) -> tuple[dict[str, np.ndarray], dict[str, MetricInfo]]:
+                    progress: bool = True, corpus: dict | None = None,
+                    ) -> tuple[dict[str, np.ndarray], dict[str, MetricInfo]]:
     """Run every scorer over ``records`` (checkpointing after each) and add the shipped metric columns.
 
-    Returns (metric name -> scores in record order, metric name -> :class:`MetricInfo`).
+    Returns (metric name -> scores in record order, metric name -> :class:`MetricInfo`). ``corpus``, when given,
+    is filled with metric name -> {(dataset, system): corpus-level score} (:func:`corpus_scores`).
     """
     from tqdm.auto import tqdm
 
@@ -240,6 +272,7 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
     digest = ids_digest(records)
     prev = _read_previous(out_dir, digest) if resume else None
     specs_done: dict[str, str] = {}
+    corpus = {} if corpus is None else corpus
     texts = [r.output for r in records]
     bar = tqdm(specs, desc="scorers", unit="scorer", disable=not progress or len(specs) < 2)
     for spec in bar:
@@ -253,11 +286,16 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
                     metrics[n] = prev[0][n]
                     info[n] = MetricInfo(n, "scorer", bool(pm[n]["higher_is_better"]), pm[n]["signature"],
                                          pm[n].get("model"))
+                    if n in (prev[1].get("corpus") or {}):
+                        corpus[n] = {tuple(k.split(UNIT_SEP, 1)): (math.nan if v is None else float(v))
+                                     for k, v in prev[1]["corpus"][n].items()}
                 specs_done[spec.label] = spec.key()
                 log.info("scorer %s: reused finished scores from %s", spec.label, out_dir / SCORES_FILE)
                 continue
         scorer = load_scorer(spec, device)
         kw = _inputs_for(scorer, spec, records, dataset_name)
+        log.info("scorer %s: scoring %d outputs (%s)", spec.label, len(texts), scorer.signature)
+        t_scorer = time.perf_counter()
         bs = spec.batch_size or batch_size
         sig = scorer.signature
         if spec.components:
@@ -269,8 +307,13 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
         else:
             metrics[spec.label] = np.asarray(scorer.score(texts, batch_size=bs, progress=progress, **kw), float)
             info[spec.label] = MetricInfo(spec.label, "scorer", _orientation(spec, scorer, None), sig, spec.model)
+            cs = corpus_scores(scorer, records, kw, dataset_name)
+            if cs:
+                corpus[spec.label] = cs
         specs_done[spec.label] = spec.key()
-        write_scores(out_dir, records, items, metrics, info, specs_done, digest)  # checkpoint
+        write_scores(out_dir, records, items, metrics, info, specs_done, digest, corpus)  # checkpoint
+        log.info("scorer %s: done in %.1f s; scores checkpointed to %s", spec.label, time.perf_counter() - t_scorer,
+                 out_dir / SCORES_FILE)
         del scorer
-    write_scores(out_dir, records, items, metrics, info, specs_done, digest)
+    write_scores(out_dir, records, items, metrics, info, specs_done, digest, corpus)
     return metrics, info

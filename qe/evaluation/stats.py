@@ -3,8 +3,9 @@
 Everything that a field library implements is taken from it: correlations and their p-values
 (``scipy.stats.pearsonr / spearmanr / kendalltau``), the bootstrap (``scipy.stats.bootstrap``), the Wilcoxon
 signed-rank test (``scipy.stats.wilcoxon``), Tukey HSD (``statsmodels``), multiple-comparison corrections
-(``statsmodels.stats.multitest.multipletests``), MAE / RMSE (``sklearn.metrics``) and the least-squares fit
-(``scipy.stats.linregress``). Hand-written here, because no maintained library offers them in this form:
+(``statsmodels.stats.multitest.multipletests``), MAE / RMSE (``sklearn.metrics``), the least-squares fit
+(``scipy.stats.linregress``), partial correlations (``pingouin.partial_corr``) and Krippendorff's alpha (the
+``krippendorff`` package). Hand-written here, because no maintained library offers them in this form:
 
 * :func:`williams_test` -- Williams (1959) t-test for two dependent correlations sharing one variable, in the
   form of Steiger (1980, eq. 14) that Graham & Baldwin (2014) recommend for comparing MT metrics;
@@ -527,3 +528,80 @@ def wilcoxon_paired(a, b) -> TestResult:
         warnings.simplefilter("ignore")
         res = scipy.stats.wilcoxon(a, b)
     return TestResult(float(res.statistic), float(res.pvalue))
+
+
+# ---- confounds and agreement -------------------------------------------------------------------------------
+def _require(module: str, instead: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"the meta-evaluation needs `{module}` for this statistic: pip install {module} "
+                          f"(or run without it: {instead})") from None
+
+
+def partial_correlation(x, y, covariates: dict, method: str = "spearman") -> CorrResult:
+    """Partial correlation of ``x`` and ``y`` controlling for ``covariates`` (name -> array), with its two-sided
+    p-value: ``pingouin.partial_corr`` (residuals of both variables after the least-squares fit on the covariates;
+    Spearman ranks every variable first; df = n - 2 - number of covariates). Rows with a NaN anywhere are dropped.
+    Undefined (NaN) with fewer than ``3 + number of covariates`` rows or a constant variable."""
+    import pandas as pd
+
+    cols = {"x": np.asarray(x, float), "y": np.asarray(y, float)}
+    names = []
+    for i, (k, v) in enumerate(covariates.items()):
+        cols[f"c{i}"] = np.asarray(v, float)
+        names.append(f"c{i}")
+    frame = pd.DataFrame(cols).dropna()
+    n = int(len(frame))
+    if n < 3 + len(names) or any(_is_constant(frame[c].to_numpy()) for c in frame.columns):
+        return CorrResult(math.nan, math.nan, n)
+    pingouin = _require("pingouin", "stats.confounds.enabled=false")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            res = pingouin.partial_corr(data=frame, x="x", y="y", covar=names, method=method)
+        except ValueError:  # a covariate identical to x or y (the length baseline given length): undefined
+            return CorrResult(math.nan, math.nan, n)
+    r, p = float(res["r"].iloc[0]), float(res["p_val" if "p_val" in res.columns else "p-val"].iloc[0])
+    return CorrResult(r, p, n)
+
+
+def binned_correlation(x, y, covariate, bins: int = 5, method: str = "spearman",
+                       min_group_size: int = 3) -> GroupedCorr:
+    """Correlation of ``x`` and ``y`` inside bins of ``covariate`` (quantile bins, ties kept together), averaged
+    over the bins where it is defined: what is left of a correlation when the covariate is held (nearly) fixed."""
+    labels = bin_labels(covariate, bins)
+    x = np.where(labels == "nan", np.nan, np.asarray(x, float))
+    return averaged_correlation(x, y, labels, method, min_group_size)
+
+
+def bin_labels(covariate, bins: int = 5) -> np.ndarray:
+    """Quantile-bin label of each value (pandas ``qcut`` on dense ranks, so ties stay in one bin); "nan" for NaN."""
+    c = np.asarray(covariate, float)
+    ok = ~np.isnan(c)
+    labels = np.full(c.shape, "nan", dtype=object)
+    if ok.sum() >= 2:
+        import pandas as pd
+
+        codes = pd.qcut(pd.Series(c[ok]).rank(method="dense"), q=min(bins, int(ok.sum())), labels=False,
+                        duplicates="drop")
+        labels[ok] = np.asarray(codes).astype(str)
+    return labels
+
+
+def krippendorff_alpha(matrix, level: str = "interval") -> float:
+    """Krippendorff's alpha (the ``krippendorff`` package) of a units x annotators matrix (NaN = not rated).
+    NaN when fewer than two units have two or more ratings, or every rating is the same."""
+    m = np.asarray(matrix, float)
+    if m.ndim != 2 or m.shape[1] < 2:
+        return math.nan
+    pairable = (~np.isnan(m)).sum(axis=1) >= 2
+    vals = m[pairable][~np.isnan(m[pairable])]
+    if pairable.sum() < 2 or _is_constant(vals):
+        return math.nan
+    krippendorff = _require("krippendorff", "no `<aspect>@<annotator>` rating keys")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return float(krippendorff.alpha(reliability_data=m[pairable].T, level_of_measurement=level))

@@ -12,8 +12,19 @@ Multi-reference modes (option ``mode``; each metric lists the ones it supports i
 * ``union``   -- pool the references' n-grams first (multiset union: the maximum count of each n-gram in any
   reference; sets for LR2/LR3 as Toutanova et al. 2016) and score against the pool (n-gram metrics only).
 * ``first``   -- the first reference only (Kann et al.'s ``-single`` variants).
-* ``jackknife`` -- ROUGE-1.5.5's multi-reference procedure: the mean over the K leave-one-out subsets of the
-  best score in the subset (equals the score itself for one reference).
+* ``jackknife`` -- the jackknifing procedure of Lin (2004, section 3.1) and of ROUGE before version 1.4: the mean
+  over the K leave-one-out subsets of the best score in the subset (equals the score itself for one reference).
+  ROUGE-1.4 dropped it ("Remove internal Jackknifing procedure", ROUGE-1.5.5.pl's revision notes); ROUGE-1.5.5
+  scores multiple references with ``-f A`` (pool the counts over the references) or ``-f B`` (the reference with
+  the best recall): :class:`~qe.refmetrics.rouge.RougeScore` modes ``rouge155-a`` / ``rouge155-b``. Reiter & Belz
+  (2009) describe the jackknife, so their presets keep it.
+
+Corpus (system) level: :meth:`RefScorer.corpus_score` is the metric for a whole set of outputs as its reference
+implementation computes it. ``CORPUS`` says how: ``"pooled"`` (BLEU, chrF, TER through sacrebleu; NIST as mteval:
+counts summed over the set before the ratios are taken) or ``"mean"`` (the mean of sentence scores, which is what
+ROUGE-1.5.5 reports by default (``-t 0``), what pycocoevalcap reports for CIDEr-D, and what nltk offers for METEOR;
+METEOR 1.5 would pool its statistics). The meta-evaluation computes system-level correlations on the corpus score
+of each system where ``CORPUS == "pooled"`` (for ``"mean"`` it equals the mean of instance scores).
 
 Empty inputs (documented behaviour, tested):
 
@@ -121,6 +132,8 @@ class RefScorer(Scorer):
     requires_refs = True
     #: modes this metric supports, first = default
     MODES: tuple[str, ...] = ("max", "mean", "first", "jackknife")
+    #: how :meth:`corpus_score` aggregates a set: "pooled" (its own corpus-level definition) or "mean" (of sentences)
+    CORPUS = "mean"
     #: preprocessing of outputs and references: "tokens" (list of str) or "text" (the string, for sacrebleu)
     INPUT = "tokens"
     default_tokenize = "13a"
@@ -212,21 +225,24 @@ class RefScorer(Scorer):
         return out
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw) -> list[float]:
-        from tqdm.auto import tqdm
+        from qe.core.runtime import Progress
 
         refs = self._clean_refs(refs)
         hyps = [self.preprocess(o) for o in outputs]
         prefs = [[self.preprocess(r) for r in rr] for rr in refs]
         self.prepare(hyps, prefs)
         scores = []
-        for h, rr in tqdm(zip(hyps, prefs), total=len(hyps), desc=f"scoring {self.name}", unit="sent",
-                          disable=not progress, leave=False):
-            scores.append(self.score_one(h, rr) if rr else math.nan)
+        # a bar when progress is on; a log line every 30 s either way (a long run says what it is doing)
+        with Progress(len(hyps), f"scoring {self.name}", enabled=progress, unit="sent") as bar:
+            for h, rr in zip(hyps, prefs):
+                scores.append(self.score_one(h, rr) if rr else math.nan)
+                bar.update(1)
         return scores
 
     def corpus_score(self, outputs: Sequence[str], refs: Sequence[Any]) -> float:
-        """The metric for a whole set. Default: the mean of the sentence scores (NaN ignored); BLEU, chrF and TER
-        override it with their corpus-level definitions."""
+        """The metric for a whole set. Default: the mean of the sentence scores (NaN ignored); BLEU, chrF, TER
+        (sacrebleu) and NIST (mteval's pooled counts) override it with their corpus-level definitions
+        (``CORPUS = "pooled"``)."""
         s = np.asarray(self.score(outputs, refs=refs, progress=False), dtype=float)
         return float(np.nanmean(s)) if np.isfinite(s).any() else math.nan
 
