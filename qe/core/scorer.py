@@ -32,6 +32,8 @@ class Scorer(abc.ABC):
     #: True when an output's score depends on the other outputs scored with it (CIDEr-D's document frequencies,
     #: NIST's information weights): the CLI then scores the whole input in one call instead of in chunks
     corpus_dependent: bool = False
+    #: True when ``score(..., ids=[record ids])`` is accepted, so errors about one input name its record
+    accepts_ids: bool = False
 
     def score(
         self,

@@ -34,7 +34,8 @@ from qe.data.record import Record
 from qe.data.references import RefInstance, all_reference_instances, mr_key
 from qe.errors import RecordError
 from qe.ratpred.model import Vocab, collate
-from qe.ratpred.mr import delexicalise, relexicalise
+from qe.ratpred.mr import delexicalise, parse, relexicalise
+from qe.ratpred.mr_formats import detect
 from qe.ratpred.synth import Dictionary, distort, lowered_rating
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,15 @@ def record_rating(rec: Record, target: str) -> float:
     if v != v:
         raise RecordError(f"record {rec.id!r}: rating {target!r} is NaN")
     return float(v)
+
+
+def _ref_key(mr: str, where: str = "<mr>") -> tuple:
+    """Order-free key of an MR, to count a reference once: :func:`qe.data.references.mr_key` for one dialogue
+    act (as always for EMNLP17), the sorted normalised (act, slot, value) triples for the other MR formats."""
+    acts = parse(mr, where)
+    if len(acts) == 1 and detect(mr) == "da":
+        return mr_key(mr, where=where)
+    return ("acts", tuple(sorted((a, s, v or "") for a, slots in acts for s, v in slots)))
 
 
 def real_instances(records: list[Record], target: str) -> list[Instance]:
@@ -209,7 +219,7 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
 
     def add_refs(insts: list[Instance], source: str):
         for i in insts:
-            key = (mr_key(i.mr), i.output)
+            key = (_ref_key(i.mr, i.src), i.output)
             if key in seen_refs:
                 continue
             seen_refs.add(key)

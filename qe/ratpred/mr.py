@@ -20,6 +20,15 @@
   value of that slot (the last one if there are more placeholders than values, e.g. after a synthetic
   "duplicate" error).
 
+MR formats (:mod:`qe.ratpred.mr_formats`): dialogue acts (one or several), E2E attribute MRs
+(``name[Blue Spice], customer rating[5 out of 5]``) and JSON (``{"name": "Blue Spice"}``), auto-detected per MR or
+fixed with ``mr_format=``. Every format becomes a list of acts ``[(act, [(slot, value), ...])]`` (E2E and JSON:
+one act ``inform``), so linearisation, delexicalisation and synthetic errors are the same code for all of them;
+several acts are linearised one after another. Slot names are normalised by :func:`norm_slot` (lower case,
+``_`` and spaces removed: ``customer rating`` -> ``customerrating``, ``eatType`` -> ``eattype``). E2E's price and
+rating values are found in outputs also in their usual surface variants (:func:`value_variants`: ``£20-25`` as
+``20-25``, ``5 out of 5`` as ``5 stars``); EMNLP17 values have none, so EMNLP17 results are unchanged.
+
 Outputs are lower-cased and tokenised with :func:`qe.tokenization.word_tokenize`.
 """
 from __future__ import annotations
@@ -27,14 +36,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from qe.data.references import parse_mr
-from qe.errors import RecordError
+from qe.ratpred.mr_formats import MR_FORMATS, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
 from qe.tokenization import word_tokenize
 
 NULL = "<null>"
 #: slots whose values are delexicalised (slot names after removing "_", as in :func:`norm_slot`)
 DELEX_SLOTS = frozenset({"count", "addr", "area", "food", "price", "phone", "near", "pricerange", "postcode",
-                         "address", "eattype", "type", "goodformeal", "name"})
+                         "address", "eattype", "type", "goodformeal", "name",
+                         "customerrating"})  # E2E's rating (no EMNLP17 slot has this name)
 #: values never delexicalised: unknown, don't care and binary values
 KEEP_VALUES = frozenset({"none", "dontcare", "dont_care", "yes", "no", "yes or no", "?", ""})
 #: values :func:`delexicalise_text` keeps (unknown, don't care, binary, BAGEL's anonymised ``X``)
@@ -42,7 +51,8 @@ TEXT_KEEP_VALUES = frozenset({"yes", "no", "none", "dontcare", "dont_care", "x"}
 
 
 def norm_slot(slot: str) -> str:
-    return slot.lower().replace("_", "")
+    """Lower case, ``_`` and white space removed (``price_range`` / ``priceRange`` / ``price range``)."""
+    return re.sub(r"\s+", "", slot.lower().replace("_", ""))
 
 
 def tokenize(text: str) -> list[str]:
@@ -50,12 +60,15 @@ def tokenize(text: str) -> list[str]:
     return word_tokenize(text, lowercase=True)
 
 
-def parse(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | None]]]:
-    """Parse an MR (EMNLP17 or SF notation); slot names normalised, values lower-cased."""
-    if not isinstance(mr, str) or not mr.strip():
-        raise RecordError(f"{where}: MR is missing or empty")
-    act, slots = parse_mr(mr, where)
-    return act, [(norm_slot(s), None if v is None else v.strip().lower()) for s, v in slots]
+def parse(mr: str, where: str = "<mr>", mr_format: str = "auto") -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Parse an MR in any format (:data:`MR_FORMATS`) into acts ``[(act, [(slot, value), ...]), ...]``; act names
+    lower-cased, slot names normalised (:func:`norm_slot`), values stripped and lower-cased."""
+    return [(act.lower(), [(norm_slot(s), None if v is None else v.strip().lower()) for s, v in slots])
+            for act, slots in parse_acts(mr, mr_format, where)]
+
+
+def _slots(acts) -> list[tuple[str, str | None]]:
+    return [sv for _, slots in acts for sv in slots]
 
 
 def placeholder(slot: str) -> str:
@@ -99,12 +112,28 @@ def linearise_slots(act: str, slots: list[tuple[str, str | None]]) -> list[str]:
     return toks
 
 
-def linearise(mr: str, delex: bool = True, where: str = "<mr>") -> list[str]:
+def linearise_acts(acts) -> list[str]:
+    """Several acts: each act's triples, one act after another."""
+    return [t for act, slots in acts for t in linearise_slots(act, slots)]
+
+
+def _delex_acts(acts):
+    values: dict[str, list[list[str]]] = {}
+    out = []
+    for act, slots in acts:
+        dslots, vals = _delex_slots(slots)
+        for s, v in vals.items():
+            values.setdefault(s, []).extend(v)
+        out.append((act, dslots))
+    return out, values
+
+
+def linearise(mr: str, delex: bool = True, where: str = "<mr>", mr_format: str = "auto") -> list[str]:
     """MR -> "DA type - slot - value" token triples (see module docstring)."""
-    act, slots = parse(mr, where)
+    acts = parse(mr, where, mr_format)
     if delex:
-        slots, _ = _delex_slots(slots)
-    return linearise_slots(act, slots)
+        acts, _ = _delex_acts(acts)
+    return linearise_acts(acts)
 
 
 def _find(tokens: list[str], sub: list[str], used: list[bool]) -> int:
@@ -122,6 +151,44 @@ def _tok_close(a: str, b: str) -> bool:
     if a == b:
         return True
     return min(len(a), len(b)) >= 3 and abs(len(a) - len(b)) <= 2 and (a in b or b in a)
+
+
+_PRICE = re.compile(r"^(less than |more than |under |over )?£(\d+)(?:\s*-\s*£?(\d+))?$")
+_RATING = re.compile(r"^(\d) out of (\d)$")
+_NUMBER_WORDS = dict(zip("0123456789", "zero one two three four five six seven eight nine".split()))
+
+
+def value_variants(value: str) -> list[list[str]]:
+    """Usual surface forms (token lists) of E2E price and rating values, tried when the value is not found
+    verbatim or approximately: ``£20-25`` -> ``20-25``, ``£20 - £25``, ``20 to 25``, ...; ``less than £20`` ->
+    ``less than 20``, ``under £20``, ...; ``5 out of 5`` -> ``5 stars``, ``five-star``, ``five out of five``;
+    ``city centre`` -> ``city center``. Other values (every EMNLP17 value) have none."""
+    out: list[str] = []
+    m = _PRICE.match(value)
+    if m:
+        qual, a, b = m.group(1) or "", m.group(2), m.group(3)
+        if b:
+            out += [f"{a}-{b}", f"£{a} - £{b}", f"{a} - {b}", f"£{a} to £{b}", f"£{a} to {b}", f"{a} to {b}",
+                    f"£{a}-£{b}"]
+        else:
+            alt = {"less than ": ["under ", "below "], "more than ": ["over ", "above "], "under ": ["less than "],
+                   "over ": ["more than "]}.get(qual, [])
+            out += [f"{q}{c}{a}" for q in [qual, *alt] for c in ("", "£")]
+    m = _RATING.match(value)
+    if m:
+        b = m.group(2)
+        for a in (m.group(1), _NUMBER_WORDS.get(m.group(1), m.group(1))):
+            out += [f"{a} out of {b}", f"{a} stars", f"{a} star", f"{a}-star", f"{a} out of {b} stars", f"{a}/{b}",
+                    f"{a} out of {_NUMBER_WORDS.get(b, b)}"]
+    if value == "city centre":  # E2E's value; the outputs often spell it the American way
+        out.append("city center")
+    seen, res = {tokenize(value) and " ".join(tokenize(value))}, []
+    for o in out:
+        t = tokenize(o)
+        if t and " ".join(t) not in seen:
+            seen.add(" ".join(t))
+            res.append(t)
+    return res
 
 
 def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
@@ -148,13 +215,15 @@ def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[i
     return -1, -1
 
 
-def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: str = "<mr>") -> Delex:
+def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: str = "<mr>",
+                 mr_format: str = "auto") -> Delex:
     """Delexicalise the MR and the matching values in the output (module docstring)."""
-    act, slots = parse(mr, where)
+    acts = parse(mr, where, mr_format)
+    slots = _slots(acts)
     toks = tokenize(output) if isinstance(output, str) else list(output)
     if not delex:
-        return Delex(linearise_slots(act, slots), toks, {})
-    dslots, values = _delex_slots(slots)
+        return Delex(linearise_acts(acts), toks, {})
+    dacts, values = _delex_acts(acts)
     used = [False] * len(toks)
     spans = []  # (start, length, placeholder)
     # the k-th value of each slot in MR order (its index into values[slot]); longer values are matched first
@@ -174,6 +243,11 @@ def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: st
         j = i + len(vt)
         if i < 0:  # not verbatim: near-variants / moved spaces; relexicalise with the surface form then
             i, j = _find_approx(toks, vt, used)
+            for var in value_variants(v) if i < 0 else ():  # E2E prices / ratings: usual surface forms
+                i = _find(toks, var, used)
+                if i >= 0:
+                    j = i + len(var)
+                    break
             if i >= 0:
                 values[s][k] = toks[i:j]
         if i >= 0:
@@ -191,13 +265,14 @@ def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: st
         else:
             out.append(toks[i])
             i += 1
-    return Delex(linearise_slots(act, dslots), out, values)
+    return Delex(linearise_acts(dacts), out, values)
 
 
-def delexicalise_text(text: str, mr: str, keep: frozenset[str] = TEXT_KEEP_VALUES, where: str = "<mr>") -> str:
+def delexicalise_text(text: str, mr: str, keep: frozenset[str] = TEXT_KEEP_VALUES, where: str = "<mr>",
+                      mr_format: str = "auto") -> str:
     """``text`` lower-cased, every whole-word occurrence of each MR value (longest first) replaced by
     ``x-<slot>`` (slot names as :func:`norm_slot`); values in ``keep`` stay. See the module docstring."""
-    _, slots = parse(mr, where)
+    slots = _slots(parse(mr, where, mr_format))
     t = text.lower()
     vals = [(v, s) for s, v in slots if v and v not in keep]
     for v, s in sorted(vals, key=lambda x: -len(x[0])):

@@ -3,7 +3,10 @@
 Each output is delexicalised against its MR exactly as in training and scored by the GRU regressor.
 Predictions are rounded to the export's precision (0.5) and clipped to the training rating range, as in
 the paper; ``qe.load(export, rounded=False)`` returns the raw regression values. MRs are required (a
-``MissingInputError`` says so); an unparsable MR raises ``RecordError`` naming its index. Empty outputs are
+``MissingInputError`` says so). MRs may be dialogue acts, E2E attribute lists or JSON, detected per MR;
+``qe.load(export, mr_format="e2e")`` (``qe score --opt mr_format=e2e``) fixes the format
+(:mod:`qe.ratpred.mr_formats`). An unparsable MR raises ``RecordError`` naming the record (``ids=[...]`` passed to
+``score`` give record ids, else its index ``mrs[i]``), the formats tried and the offending text. Empty outputs are
 scored as a sequence of one unknown token (a defined, low-information input). Inputs are batched by a
 token budget (MR + output tokens) after sorting by length (:func:`qe.core.runtime.run_length_batched`); GRUs
 have no window, so long inputs are scored whole. Scores come back in input order.
@@ -22,17 +25,23 @@ from qe.core.scorer import Scorer
 from qe.ratpred.format import load_export
 from qe.ratpred.model import collate, round_clip
 from qe.ratpred.mr import delexicalise
+from qe.ratpred.mr_formats import MR_FORMATS
 
 #: padded (MR + output) tokens per forward pass
 BUDGET = {"gpu": 200_000, "cpu": 20_000}
 
 
 class RatPredScorer(Scorer):
+    accepts_ids = True
     name = "RatPred"
     requires_mrs = True
 
     def __init__(self, export_dir: str | Path, device: str | None = None, rounded: bool = True,
-                 max_tokens: int | None = None, verify: bool = True, manifest: dict | None = None):
+                 max_tokens: int | None = None, verify: bool = True, manifest: dict | None = None,
+                 mr_format: str = "auto"):
+        if mr_format not in MR_FORMATS:
+            raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
+        self.mr_format = mr_format
         self.export_dir = Path(export_dir)
         self.manifest, net, self.vocab = load_export(self.export_dir, manifest, verify=verify)
         cfg = self.manifest["config"]
@@ -50,14 +59,18 @@ class RatPredScorer(Scorer):
 
         p = self.predict_cfg
         rnd = f"round:{p.get('round_to')}|clip:{p.get('clip_lo')}-{p.get('clip_hi')}" if self.rounded else "raw"
-        return f"RatPred|qe_gru:{self._checksum}|setup:{self.manifest['config'].get('setup', '?')}|{rnd}|" \
+        mrf = "" if self.mr_format == "auto" else f"mr:{self.mr_format}|"
+        return f"RatPred|qe_gru:{self._checksum}|setup:{self.manifest['config'].get('setup', '?')}|{rnd}|{mrf}" \
                f"qe:{__version__}|torch:{torch.__version__}"
 
     @torch.no_grad()
-    def _score(self, outputs, *, mrs, refs, batch_size, progress, **kwargs):
+    def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs):
+        if ids is not None and len(ids) != len(outputs):
+            raise ValueError(f"ids: got {len(ids)} entries for {len(outputs)} outputs")
         enc = []
         for i, (o, m) in enumerate(zip(outputs, mrs)):
-            d = delexicalise(m, o, delex=self.delex, where=f"mrs[{i}]")
+            where = f"mrs[{i}] (record {ids[i]!r})" if ids is not None else f"mrs[{i}]"
+            d = delexicalise(m, o, delex=self.delex, where=where, mr_format=self.mr_format)
             enc.append((self.vocab.encode(d.mr_tokens), self.vocab.encode(d.out_tokens)))
 
         def run(idx: list[int]) -> list[float]:

@@ -1,0 +1,177 @@
+"""Meaning-representation formats: one parser for dialogue acts, E2E attribute lists and JSON.
+
+Every format maps to one internal representation, a list of dialogue acts ``[(act, [(slot, value), ...]), ...]``
+(raw slot names and values; :func:`qe.ratpred.mr.parse` normalises them):
+
+* ``da``   - dialogue acts as in EMNLP17 / SF / BAGEL: ``inform(name='x',food=chinese)``, ``?request(area)``,
+  ``reqmore()``; several acts joined by ``&`` or ``|`` (TGen's notation) or written one after another:
+  ``inform(name=x)&confirm(area=y)``. Each act is parsed by :func:`qe.data.references.parse_mr` (the parser
+  EMNLP17 has always used, so EMNLP17 MRs parse exactly as before).
+* ``e2e``  - E2E attribute MRs: ``name[Blue Spice], eatType[coffee shop], customer rating[5 out of 5]``; one act
+  ``inform`` holding every attribute in order.
+* ``json`` - a JSON object ``{"name": "Blue Spice", "near": ["x", "y"]}`` (a list value gives the slot once per
+  item, ``null`` a slot without value) or a list of pairs ``[["name", "Blue Spice"], ["food", "thai"]]``; one act
+  ``inform``. An object may name the act: ``{"act": "request", "area": null}``.
+
+:func:`parse_acts` detects the format of each MR (``mr_format="auto"``: JSON when it starts with ``{`` or ``[``,
+dialogue acts when it starts with ``act(``, E2E when it starts with ``slot[``) or takes the one it is told. Errors
+are :class:`~qe.errors.RecordError` naming ``where`` (file:line, record id, ``mrs[i]``), the formats tried and
+the offending part of the MR.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from qe.data.references import parse_mr
+from qe.errors import RecordError
+
+MR_FORMATS = ("auto", "da", "e2e", "json")
+#: what each format looks like, for error messages
+FORMAT_SHAPES = {"da": "act(slot=value,...)", "e2e": "slot[value], slot[value]",
+                 "json": '{"slot": "value"} or [["slot", "value"], ...]'}
+E2E_ACT = "inform"
+
+Acts = list[tuple[str, list[tuple[str, "str | None"]]]]
+
+_DA_START = re.compile(r"^\s*\??\s*[A-Za-z_][A-Za-z_0-9]*\s*\(")
+_E2E_START = re.compile(r"^\s*[^\[\](){}=,;\"']+\[")
+# one act boundary: ")" then optional & / | then the next "act(" (EMNLP17 MRs hold one act and never this)
+_DA_SPLIT = re.compile(r"\)\s*[&|+]?\s*(?=\??\s*[A-Za-z_][A-Za-z_0-9]*\s*\()")
+_E2E_ITEM = re.compile(r"\s*([^\[\],]+?)\s*\[([^\[\]]*)\]\s*(,|$)")
+
+
+class MRFormatError(ValueError):
+    """One format's reason for rejecting an MR (collected by :func:`parse_acts` into a RecordError)."""
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def detect(mr: str) -> str | None:
+    """The format an MR looks like (``da``, ``e2e``, ``json``) or None."""
+    s = mr.lstrip()
+    if s[:1] in "{[":
+        return "json"
+    if _DA_START.match(s):
+        return "da"
+    if _E2E_START.match(s):
+        return "e2e"
+    return None
+
+
+# ------------------------------------------------------------------------------------------ the formats
+def parse_da(mr: str) -> Acts:
+    s = mr.strip()
+    if not _DA_START.match(s):
+        raise MRFormatError(f"expected an act name and '(' at the start, found {_quote(s[:30])}")
+    if not s.endswith(")"):
+        raise MRFormatError(f"missing ')' at the end, found {_quote(s[-30:])}")
+    pieces = _DA_SPLIT.split(s)
+    pieces = [p + ")" for p in pieces[:-1]] + [pieces[-1]]
+    acts: Acts = []
+    for p in pieces:
+        try:
+            acts.append(parse_mr(p, "<act>"))
+        except RecordError as exc:  # "<act>: bad slot name 'x y' in MR '...'" -> the reason alone
+            raise MRFormatError(str(exc).removeprefix("<act>: ")) from None
+    return acts
+
+
+def parse_e2e(mr: str) -> Acts:
+    s = mr.strip()
+    slots: list[tuple[str, str | None]] = []
+    pos = 0
+    while pos < len(s):
+        m = _E2E_ITEM.match(s, pos)
+        if not m or (m.group(3) == "," and m.end() >= len(s)):
+            rest = s[pos:].lstrip(" ,")
+            raise MRFormatError(f"expected 'slot[value]' at {_quote(rest or s[pos:])} (character {pos + 1})")
+        slots.append((m.group(1), m.group(2).strip()))
+        pos = m.end()
+    if not slots:
+        raise MRFormatError("no 'slot[value]' attributes")
+    return [(E2E_ACT, slots)]
+
+
+def _json_value(v, slot: str) -> list[str | None]:
+    if v is None:
+        return [None]
+    if isinstance(v, bool):
+        return ["yes" if v else "no"]
+    if isinstance(v, (int, float)):
+        return [str(v)]
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+        return [str(x) for x in v]
+    raise MRFormatError(f"slot {slot!r}: value must be a string, number, boolean, null or list of strings, "
+                        f"got {_quote(json.dumps(v, ensure_ascii=False))}")
+
+
+def parse_json(mr: str) -> Acts:
+    try:
+        data = json.loads(mr)
+    except json.JSONDecodeError as exc:
+        raise MRFormatError(f"not valid JSON ({exc.msg} at character {exc.pos + 1}: "
+                            f"{_quote(mr[max(0, exc.pos - 10):exc.pos + 20])})") from None
+    act = E2E_ACT
+    slots: list[tuple[str, str | None]] = []
+    if isinstance(data, dict):
+        items = list(data.items())
+        if isinstance(data.get("act"), str):
+            act = data["act"]
+            items = [(k, v) for k, v in items if k != "act"]
+        for k, v in items:
+            if not str(k).strip():
+                raise MRFormatError("empty slot name")
+            slots.extend((str(k), x) for x in _json_value(v, str(k)))
+    elif isinstance(data, list):
+        for j, item in enumerate(data):
+            if not (isinstance(item, list) and len(item) in (1, 2) and isinstance(item[0], str) and item[0].strip()):
+                raise MRFormatError(f"item {j} must be a [slot, value] pair, got "
+                                    f"{_quote(json.dumps(item, ensure_ascii=False))}")
+            v = item[1] if len(item) == 2 else None
+            vals = _json_value(v, item[0])
+            if len(vals) != 1:
+                raise MRFormatError(f"item {j}: one value per [slot, value] pair, got {_quote(json.dumps(v))}")
+            slots.append((item[0], vals[0]))
+    else:
+        raise MRFormatError(f"expected a JSON object or a list of [slot, value] pairs, got {type(data).__name__}")
+    for k, _ in slots:
+        if not re.fullmatch(r"[^\s\[\](){}=,;][^\[\](){}=,;]*", k.strip()):
+            raise MRFormatError(f"bad slot name {k!r}")
+    return [(act, [(k.strip(), v) for k, v in slots])]
+
+
+PARSERS = {"da": parse_da, "e2e": parse_e2e, "json": parse_json}
+
+
+def parse_acts(mr, mr_format: str = "auto", where: str = "<mr>") -> Acts:
+    """Parse ``mr`` (a string in any of :data:`MR_FORMATS`) into ``[(act, [(slot, value or None), ...]), ...]``.
+
+    ``mr_format="auto"`` detects the format (the other formats are tried when the detected one fails); raises
+    :class:`RecordError` naming ``where``, the formats tried and the offending text."""
+    if mr_format not in MR_FORMATS:
+        raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
+    if not isinstance(mr, str):
+        raise RecordError(f"{where}: MR must be a string, got {type(mr).__name__}")
+    if not mr.strip():
+        raise RecordError(f"{where}: MR is missing or empty")
+    if mr_format == "auto":
+        first = detect(mr)
+        order = ([first] if first else []) + [f for f in PARSERS if f != first]
+    else:
+        order = [mr_format]
+    reasons = []
+    for fmt in order:
+        try:
+            return PARSERS[fmt](mr)
+        except MRFormatError as exc:
+            reasons.append(f"as {fmt} ({FORMAT_SHAPES[fmt]}): {exc}")
+    tried = "tried " + ", ".join(order) if mr_format == "auto" else f"mr_format={mr_format}"
+    raise RecordError(f"{where}: cannot parse MR {_quote(mr, 200)} ({tried}) - " + "; ".join(reasons))
+
+
+__all__ = ["MR_FORMATS", "detect", "parse_acts", "parse_da", "parse_e2e", "parse_json", "Acts"]
