@@ -122,6 +122,8 @@ def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argp
         idx = [todo[j] for j in part]
         recs = [records[i] for i in idx]
         kw = {k: [v[i] for i in idx] for k, v in kw_all.items()}
+        if getattr(scorer, "accepts_ids", False):
+            kw["ids"] = [r.id for r in recs]
         outputs = [r.output for r in recs]
         if args.components:
             comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
@@ -304,6 +306,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("scorers (qe.load(NAME)):")
     print(describe())
     print("\nexport kinds (qe.load(EXPORT_DIR)): " + ", ".join(sorted(EXPORT_KINDS)))
+    from qe import zoo
+
+    print(f"\nnamed models (qe.load(NAME); built into {zoo.models_dir()} by `python -m experiments.zoo build NAME`):")
+    print(zoo.describe())
     return 0
 
 

@@ -94,9 +94,9 @@ for _n in (2, 3):
              _E(f"{_REF}.overlap:LR", f"Toutanova et al. / Kann et al.: {_n}-gram {'F' if _m == 'f' else 'recall'} vs the "
                                       f"union of reference {_n}-gram sets", n=_n, measure=_m, mode="union"))
 # Reiter & Belz 2009 (section 3.3.1)
-_add("rouge-2-rb", _E(f"{_REF}.rouge:RougeScore", "Reiter & Belz: ROUGE-2 recall, ROUGE-1.5.5 jackknife over references",
+_add("rouge-2-rb", _E(f"{_REF}.rouge:RougeScore", "Reiter & Belz: ROUGE-2 recall, jackknife over references (pre-1.4 ROUGE, Lin 2004; ROUGE-1.5.5 dropped it)",
                       variant="2", measure="r", mode="jackknife"))
-_add("rouge-su4-rb", _E(f"{_REF}.rouge:RougeSU", "Reiter & Belz: ROUGE-SU4 recall, ROUGE-1.5.5 jackknife over references",
+_add("rouge-su4-rb", _E(f"{_REF}.rouge:RougeSU", "Reiter & Belz: ROUGE-SU4 recall, jackknife over references (pre-1.4 ROUGE, Lin 2004; ROUGE-1.5.5 dropped it)",
                         max_gap=4, measure="r", mode="jackknife"))
 _add("bleu-4-rb", _E(f"{_REF}.ngram:BLEU", "Reiter & Belz: BLEU-4 with all references jointly (mteval), no smoothing",
                      n=4, smooth_method="none", mode="native"))
@@ -222,7 +222,8 @@ def describe(prefix: str | None = None) -> str:
 
 
 def load(name_or_path: str | Path, **options: Any):
-    """Return a scorer for an export directory or a registered scorer name.
+    """Return a scorer for an export directory, a registered scorer name, or a named model of the zoo built into
+    ``$QE_MODELS`` (:mod:`qe.zoo`; a zoo name that is not built raises KeyError with its build command).
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
@@ -241,9 +242,18 @@ def load(name_or_path: str | Path, **options: Any):
         return SCORERS[key].build(**options)
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; an export is a directory containing {MANIFEST}")
+    # a named model of the zoo, built into $QE_MODELS (qe/zoo.py; recipes in experiments/zoo.py)
+    from qe import zoo
+
+    if "/" not in key and "\\" not in key and key:
+        built = zoo.model_path(key)
+        if (built / MANIFEST).is_file():
+            return load(built, **options)
+        if key in zoo.NAMES:
+            raise KeyError(zoo.not_built_message(key))
     raise KeyError(
-        f"{name_or_path!r} is neither an export directory nor a registered scorer. "
-        f"Registered scorers: {', '.join(available_scorers())}"
+        f"{name_or_path!r} is neither an export directory nor a registered scorer nor a named model of the zoo "
+        f"(`qe list`). Registered scorers: {', '.join(available_scorers())}"
     )
 
 

@@ -11,6 +11,38 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 
 
+class _CurrentStderr:
+    """A stream that writes to whatever ``sys.stderr`` is now (pytest swaps it per test and closes the old one)."""
+
+    def write(self, s):
+        import sys
+
+        return sys.stderr.write(s)
+
+    def flush(self):
+        import sys
+
+        sys.stderr.flush()
+
+    def close(self):  # never close the real stream on behalf of a handler
+        pass
+
+    def isatty(self):
+        return False
+
+
+# absl (imported by rouge-score) creates a stderr handler bound to the sys.stderr of the moment it is imported:
+# under pytest a captured stream that is closed later. An in-process Hydra run (qe evaluate) reconfigures logging,
+# which flushes every handler ever made, and the closed stream then kills the session ("lost sys.stderr").
+try:
+    import absl.logging as _absl_logging
+
+    _absl_logging.get_absl_handler().python_handler.stream = _CurrentStderr()
+except ImportError:  # pragma: no cover - rouge-score is a dependency
+    pass
+
+
+
 def shared_data_dir() -> Path | None:
     from qe.paths import resolve_data_dir
 
@@ -58,3 +90,18 @@ def make_lm_export(dest: Path, corpus: list[str], size: int = 8, layers: int = 1
 def tiny_lm_export(tmp_path, tiny_corpus) -> Path:
     """Export directory of a tiny random word LM over ``tiny_corpus``."""
     return make_lm_export(tmp_path / "lm", tiny_corpus)[0]
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    """In-process Hydra runs (``qe evaluate``, ``train.py`` through ``run_training``) reconfigure the root logger with
+    handlers bound to the test's captured stderr; left in place, the next test's log lines hit a closed file."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    for h in root.handlers[:]:
+        if h not in handlers:
+            root.removeHandler(h)
+    root.setLevel(level)

@@ -1,0 +1,69 @@
+"""Named models (the model zoo): which names ``qe.load`` resolves to a locally built export, and where they live.
+
+This module is deliberately tiny (no torch, no Hydra): :func:`qe.load` and ``qe list`` read it. The build recipes
+(Hydra overrides of ``train.py``, CPU and GPU schedules) are in ``experiments/zoo.py``:
+
+    python -m experiments.zoo build slor-word-brown-wt2      # -> $QE_MODELS/slor-word-brown-wt2
+    python -m experiments.zoo list
+
+Models are built into ``$QE_MODELS`` (default ``~/.cache/qe/models``), one export directory per name.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_VAR = "QE_MODELS"
+DEFAULT_DIR = "~/.cache/qe/models"
+
+#: zoo name -> one line saying what it is (recipes: experiments/zoo.py; names starting with "_" are test-only)
+NAMES: dict[str, str] = {
+    "slor-word-brown-wt2": "word LSTM LM (2x256) on Brown + WikiText-2 valid, for SLOR / NCE (kind slor)",
+    "slor-sp-brown-wt2": "SentencePiece (16k) LSTM LM (2x256) on Brown + WikiText-2 valid, for WPSLOR (kind slor)",
+    "ratpred-emnlp17-s6": "RatPred GRU regressor, EMNLP17 setup S6, reduced protocol, seed 1 fold 0 (kind qe_gru)",
+    "ratpred-e2e": "RatPred for E2E: E2E dev refs + synthetic errors + EMNLP17 ratings (recipe pending; kind qe_gru)",
+    "cola-minilm": "MiniLM CoLA acceptability classifier, GRUEN grammaticality part (kind acceptability)",
+    "mlm-minilm": "MiniLM masked-LM head, GRUEN pseudo-log-likelihood part (kind mlm)",
+    "sop-minilm": "MiniLM sentence-order head, GRUEN structure/coherence part (kind sop)",
+    "gruen-minilm": "GRUEN over cola-/mlm-/sop-minilm, parameters tuned on an EMNLP17 dev split (kind gruen)",
+}
+
+
+def models_dir(override: str | os.PathLike | None = None) -> Path:
+    """Where zoo models are built: ``override``, else ``$QE_MODELS``, else ``~/.cache/qe/models``."""
+    return Path(override or os.environ.get(ENV_VAR) or DEFAULT_DIR).expanduser()
+
+
+def model_path(name: str, root: str | os.PathLike | None = None) -> Path:
+    return models_dir(root) / name
+
+
+def is_built(name: str, root: str | os.PathLike | None = None) -> bool:
+    from qe.export import MANIFEST
+
+    return (model_path(name, root) / MANIFEST).is_file()
+
+
+def build_command(name: str) -> str:
+    return f"python -m experiments.zoo build {name}"
+
+
+def not_built_message(name: str) -> str:
+    where = model_path(name)
+    return (f"{name!r} is a named model of the zoo ({NAMES.get(name, 'test-only recipe')}), but it is not built in "
+            f"{where.parent} (${ENV_VAR}). Build it from a clone of the repository with: {build_command(name)} "
+            f"(or set ${ENV_VAR} to the folder that holds it)")
+
+
+def describe() -> str:
+    """One line per zoo name, saying whether it is built in :func:`models_dir`."""
+    root = models_dir()
+    rows = []
+    for name, doc in NAMES.items():
+        state = "built" if is_built(name, root) else "not built"
+        rows.append(f"{name:22s} [{state}] {doc}")
+    return "\n".join(rows)
+
+
+__all__ = ["ENV_VAR", "NAMES", "models_dir", "model_path", "is_built", "build_command", "not_built_message",
+           "describe"]
