@@ -332,7 +332,7 @@ def test_hydra_runner_tiny(tmp_path, capsys):
     from qe.training import run_training
 
     cfg = _compose_ratpred(tmp_path, "protocol.folds=[0,1]", "protocol.passes_orig=1", "logger=csv",
-                           "protocol.keep_checkpoints=true")
+                           "protocol.keep_checkpoints=true", "protocol.resume=stage")
     assert cfg.task.name == "ratpred" and cfg.callbacks.early_stopping is None
     metrics = run_training(cfg)
     run = tmp_path / "run"
@@ -353,7 +353,7 @@ def test_hydra_runner_tiny(tmp_path, capsys):
     done0 = (run / "runs" / "seed1_fold0" / "result.json").stat().st_mtime_ns
     capsys.readouterr()
     cfg2 = _compose_ratpred(tmp_path, "protocol.folds=[0,1]", "protocol.passes_orig=2", "logger=csv",
-                            "protocol.keep_checkpoints=false")
+                            "protocol.keep_checkpoints=false", "protocol.resume=stage")
     run_training(cfg2)
     assert "seed=1 fold=0] finished earlier" in capsys.readouterr().out
     assert (run / "runs" / "seed1_fold0" / "result.json").stat().st_mtime_ns == done0
@@ -365,6 +365,34 @@ def test_hydra_runner_tiny(tmp_path, capsys):
     assert original["stage"] == "original" and original["epochs_run"] == 2
     assert len(original["history"]) == 2  # pass 1 restored from last.ckpt's KeepBest state, pass 2 trained now
     assert not (sub / "original" / "checkpoints").exists()  # keep_checkpoints=false: removed once finished
+
+
+def test_killed_and_resumed_equals_uninterrupted(tmp_path):
+    """protocol.resume=subrun (default): a rerun after an interruption inside a sub-run ends with exactly the
+    predictions of an uninterrupted run (the unfinished sub-run is retrained from its seed)."""
+    from qe.training import run_training
+
+    common = ("protocol.folds=[1]", "logger=none", "protocol.keep_checkpoints=true", "model.batch_size=2")
+
+    def fold1_predictions(run):
+        return [x for x in (run / "predictions.jsonl").read_text().splitlines() if '"fold": 1' in x]
+
+    full = tmp_path / "full"
+    full.mkdir()
+    run_training(_compose_ratpred(full, *common, "protocol.passes_orig=3"))
+    part = tmp_path / "part"
+    part.mkdir()
+    # "killed" after the first of three passes of fold 1's original-data stage: its last.ckpt is from pass 1
+    run_training(_compose_ratpred(part, *common, "protocol.passes_orig=1"))
+    sub = part / "run" / "runs" / "seed1_fold1"
+    for f in ("result.json", "original/stage.json", "original/best.safetensors"):
+        (sub / f).unlink()
+    assert (sub / "original" / "checkpoints" / "last.ckpt").is_file()
+    run_training(_compose_ratpred(part, *common, "protocol.passes_orig=3"))
+    assert fold1_predictions(part / "run") == fold1_predictions(full / "run")
+    a = json.loads((full / "run" / "results.json").read_text())
+    b = json.loads((part / "run" / "results.json").read_text())
+    assert a["summary"] == b["summary"] and a["summary_raw"] == b["summary_raw"]
 
 
 @pytest.mark.parametrize("experiment", ["ratpred_s1", "ratpred_c1"])

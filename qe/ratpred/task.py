@@ -14,11 +14,13 @@ Sub-runs. Every (seed, fold) lives in ``<run dir>/runs/seed{S}_fold{F}/``; each 
 configured trainer (precision, accelerator), loggers (``logger=csv`` writes ``<stage>/csv/version_*/metrics.csv``)
 and callbacks apply, and checkpoints go to ``<stage>/checkpoints``. A finished stage leaves ``stage.json`` and its
 best weights (``best.safetensors``); a finished (seed, fold) leaves ``result.json`` and ``predictions.jsonl``.
-With ``ckpt_path=last`` (the default) a rerun into the same ``hydra.run.dir`` reuses finished sub-runs and
-stages and resumes an interrupted stage from its ``last.ckpt`` (KeepBest's best-so-far is in the checkpoint);
-``ckpt_path=null`` starts afresh. A resumed run is not bit-identical to an uninterrupted one (torch's RNG is
-not restored), an uninterrupted run is bit-identical to the pre-sub-run runner (no sanity validation: iterating
-a loader draws from torch's RNG).
+With ``ckpt_path=last`` (the default) a rerun into the same ``hydra.run.dir`` reuses finished sub-runs; an
+unfinished one is retrained from its start (``protocol.resume=subrun``, the default: every sub-run is seeded at
+its start, so the rerun ends with exactly the metrics of an uninterrupted run — tested), or, with
+``protocol.resume=stage``, finished stages are reused and an interrupted stage resumes from its ``last.ckpt``
+(KeepBest's best-so-far is in the checkpoint; less work lost, but not guaranteed bit-identical: the stage's shuffling
+generator restarts). ``ckpt_path=null`` starts afresh. An uninterrupted run is bit-identical to the pre-sub-run
+runner (no sanity validation: iterating a loader draws from torch's RNG).
 
 The paper's protocol is ``passes_synth=20 passes_orig=500 seeds=[1,2,3,4,5] folds=[0,1,2,3,4]``; the
 presets default to it; ``protocol.patience`` stops a stage after that many passes without a dev gain.
@@ -359,10 +361,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 rows = [json.loads(x) for x in open(sub / "predictions.jsonl")]
                 print(f"[ratpred {setup} seed={seed} fold={fold}] finished earlier: {sub}", flush=True)
             else:
-                if not resume and sub.exists():
-                    shutil.rmtree(sub)
+                stage_resume = resume and str(proto.get("resume", "subrun")) == "stage"
+                if not stage_resume and sub.exists():
+                    shutil.rmtree(sub)  # exact resume: an unfinished sub-run starts again from its seed
                 run_info, rows = _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub,
-                                          resume, export=bool(cfg.get("export")) and sub == first_dir,
+                                          stage_resume, export=bool(cfg.get("export")) and sub == first_dir,
                                           n_records=len(records))
             runs.append(run_info)
             all_pred.extend(r["pred"] for r in rows)
