@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=4000)
     ap.add_argument("--devices", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--export", default=None)
+    ap.add_argument("--model", default="lstm_lm_small", help="model config of the LM trained when no --export is given")
     a = ap.parse_args()
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     with tempfile.TemporaryDirectory() as td:
@@ -35,7 +36,7 @@ def main() -> None:
         export = a.export
         if export is None:
             export = str(work / "lm")
-            subprocess.run([sys.executable, "train.py", "model=lstm_lm_small", "debug=fast", "logger=none",
+            subprocess.run([sys.executable, "train.py", f"model={a.model}", "debug=fast", "logger=none",
                             "trainer=cpu", f"hydra.run.dir={work}/run", f"export_dir={export}", "demo_sentences=[]",
                             "test=false"], cwd=REPO, env=env, check=True, capture_output=True)
         corpus = [s for s in (REPO / "qe/resources/sample_corpus.txt").read_text().splitlines() if s.strip()]
