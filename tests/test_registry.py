@@ -44,3 +44,15 @@ def test_edited_manifest_kind_is_refused(lm_export, tmp_path, wrong, capsys):
     inp.write_text("the cat sat .\n")
     assert main(["score", "-m", str(lm_export), "-i", str(inp)]) == EXIT_BAD_MODEL
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_no_scorer_imports_the_training_stack():
+    """Issue 14: every registered scorer and export loader resolves without Lightning, Hydra, omegaconf or a
+    family's training module (task.py)."""
+    code = ("import sys\nfrom qe.registry import SCORERS, EXPORT_KINDS, resolve_target\n"
+            "[e.resolve() for e in SCORERS.values()]\n[resolve_target(t) for t in EXPORT_KINDS.values()]\n"
+            "import qe.cli\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('lightning', 'pytorch_lightning', 'hydra', "
+            "'omegaconf') or m == 'qe.training' or (m.startswith('qe.') and m.endswith('.task')))\nprint(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
