@@ -1,6 +1,6 @@
 """Console script ``qe``.
 
-    qe score --model PATH_OR_NAME --input FILE [--output scores.jsonl] [--resume] [--components]
+    qe score --model PATH_OR_NAME --input FILE [--output scores.jsonl] [--resume] [--components] [--no-progress]
              [--opt score=nce] [--batch-size N] [--chunk-size N] [--device cpu] [--quiet] [--debug]
              [--devices N --num-nodes M --accelerator cpu|gpu]          # sharded over processes
     qe evaluate <hydra overrides ...>          # same as python evaluate.py ...
@@ -113,11 +113,16 @@ def _chunks(n: int, size: int) -> Iterable[range]:
         yield range(s, min(n, s + size))
 
 
+def _bar(args: argparse.Namespace) -> bool:
+    return not (args.quiet or getattr(args, "no_progress", False))
+
+
 def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argparse.Namespace,
                 desc: str | None = None) -> dict[str, dict]:
     """Score ``records[i] for i in todo`` chunk by chunk, writing (and fsyncing) each chunk's rows to ``sink``."""
     rows_out: dict[str, dict] = {}
     chunk = len(todo) if scorer.corpus_dependent else args.chunk_size
+    logging.getLogger("qe").info("%s: scoring %d records with %s", desc or "qe score", len(todo), scorer.signature)
     for part in _chunks(len(todo), chunk):
         idx = [todo[j] for j in part]
         recs = [records[i] for i in idx]
@@ -126,11 +131,11 @@ def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argp
             kw["ids"] = [r.id for r in recs]
         outputs = [r.output for r in recs]
         if args.components:
-            comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
+            comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)
             main = comps.get(scorer.name) or next(iter(comps.values()))
             rows = list(_rows(recs, main, comps))
         else:
-            scores = scorer.score(outputs, batch_size=args.batch_size, progress=not args.quiet, **kw)
+            scores = scorer.score(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)
             rows = list(_rows(recs, scores, None))
         for row in rows:
             sink.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -138,8 +143,7 @@ def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argp
         sink.flush()
         if sink is not sys.stdout:
             os.fsync(sink.fileno())
-        if desc:
-            logging.getLogger("qe").info("%s: %d/%d records written", desc, len(rows_out), len(todo))
+        logging.getLogger("qe").info("%s: %d/%d records written", desc or "qe score", len(rows_out), len(todo))
     return rows_out
 
 
@@ -349,7 +353,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--accelerator", default="auto", choices=["auto", "cpu", "gpu", "cuda"],
                    help="device kind for --devices (Lightning's names)")
     s.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE (e.g. score=nce)")
-    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no summary")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no log lines, no summary")
+    s.add_argument("--no-progress", action="store_true",
+                   help="no progress bar; progress goes to log lines instead (for batch jobs and log files)")
     s.add_argument("--debug", action="store_true", help="show the traceback of an error")
     s.set_defaults(fn=cmd_score)
     sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")

@@ -148,3 +148,11 @@ def test_two_gloo_processes_give_the_scores_of_one(tmp_path):
     b = [json.loads(x) for x in two.read_text().splitlines()]
     assert a == b and [x["id"] for x in b] == [r["id"] for r in rows]
     assert not list(tmp_path.glob("two.jsonl.partial*"))
+
+
+def test_log_lines_name_the_scorer_with_the_bar_off(tmp_path, capsys):
+    inp = tmp_path / "in.txt"
+    inp.write_text("a b c\nd e\n")
+    assert main(["score", "-m", "length", "-i", str(inp), "-o", str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "scoring 2 records with length|" in err and "2/2 records written" in err
