@@ -149,7 +149,9 @@ class RNGState(pl.Callback):
         torch.set_rng_state(st["torch"])
         if "cuda" in st and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(st["cuda"])
-        torch.empty((), dtype=torch.int64).random_()  # the training iterator's seed draw (see above)
+        loader = trainer.train_dataloader
+        if getattr(loader, "generator", None) is None:  # a loader with its own generator draws from that instead
+            torch.empty((), dtype=torch.int64).random_()  # the training iterator's seed draw (see above)
 
 
 class SaveOnSigterm(pl.Callback):
