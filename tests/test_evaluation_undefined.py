@@ -116,3 +116,32 @@ def test_system_level_two_ways_corpus_bleu_per_system(tmp_path):
                             stats={"bootstrap": {"n": 0}, "permutation": {"n": 0}, "williams": False,
                                    "protocols": ["none"], "methods": ["pearson"], "confounds": {"enabled": False}})
     assert res2["data"].corpus["bleu"] == pytest.approx(corpus)
+
+
+def test_metric_files_join_by_id(tmp_path):
+    """metric_files: scores computed elsewhere (cross-validated predictions) join by record id; filter picks one
+    seed, reduce=mean averages, and a missing id or a duplicate is an error naming it."""
+    import json
+
+    import numpy as np
+
+    from qe.data.record import Record
+    from qe.evaluation.scoring import EvaluationConfigError, read_metric_file
+
+    recs = [Record(id=f"r{i}", output="x", ratings={"q": float(i)}) for i in range(3)]
+    f = tmp_path / "preds.jsonl"
+    f.write_text("".join(json.dumps({"id": f"r{i}", "seed": s, "raw": i * 10 + s}) + "\n"
+                         for s in (1, 2) for i in range(3)))
+    v, desc = read_metric_file("rp", {"path": str(f), "field": "raw", "filter": {"seed": 2}}, recs)
+    assert v.tolist() == [2.0, 12.0, 22.0] and "filter" in desc
+    v, _ = read_metric_file("rp", {"path": str(f), "field": "raw", "reduce": "mean"}, recs)
+    assert np.allclose(v, [1.5, 11.5, 21.5])
+    with pytest.raises(EvaluationConfigError, match="'r0' has 2 rows"):
+        read_metric_file("rp", {"path": str(f), "field": "raw"}, recs)
+    with pytest.raises(EvaluationConfigError, match=r"1 of 4 records have no row.*r9"):
+        read_metric_file("rp", {"path": str(f), "field": "raw", "filter": {"seed": 1}},
+                         recs + [Record(id="r9", output="y")])
+    c = tmp_path / "s.csv"
+    c.write_text("id,score\nr0,0.5\nr1,oops\nr2,1\n")
+    with pytest.raises(EvaluationConfigError, match=r"s.csv:3: field 'score' = 'oops'"):
+        read_metric_file("rp", str(c), recs)

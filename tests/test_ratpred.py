@@ -515,3 +515,73 @@ def test_report_labels_a_partial_seed():
     assert "S1 (folds [0, 1, 'seed 2: only [0]'], seeds [1, 2])" in t
     t = report.table(None, [{"setup": "S1", "mode": "cv", "predictions": rows(1, [0, 1]) + rows(2, [0, 1])}])
     assert "S1 (folds [0, 1], seeds [1, 2])" in t
+
+
+def test_lodo_splits_hold_out_each_domain_whole():
+    """protocol.mode=lodo: fold k tests on every record of domain k and trains / validates on the other domains
+    only (4/5 : 1/5); labels name the held-out domain."""
+    from omegaconf import OmegaConf
+
+    from qe.ratpred.task import _splits, fold_labels
+
+    recs = _records(100)
+    cfg = OmegaConf.create({"protocol": {"mode": "lodo", "domain_key": "dataset", "domains": None,
+                                         "part_seed": 3, "group_by": "mr_output"}})
+    splits = _splits(cfg, recs)
+    assert fold_labels(cfg, recs) == {0: "SFHOT", 1: "SFRES"}
+    for (fold, train, dev, test), dom in zip(splits, ["SFHOT", "SFRES"]):
+        assert {r.dataset for r in test} == {dom} and len(test) == sum(r.dataset == dom for r in recs)
+        assert all(r.dataset != dom for r in train + dev)
+        assert sorted(r.id for r in train + dev + test) == sorted(r.id for r in recs)
+        assert 0.15 < len(dev) / len(train + dev) < 0.25
+    cfg.protocol.domains = ["BAGEL"]
+    with pytest.raises(ValueError, match="BAGEL"):
+        _splits(cfg, recs)
+
+
+def test_target_refs_source_uses_refs_never_outputs_or_ratings():
+    """target_refs: the target records' references enter at rating 6 and distorted; their outputs and ratings
+    never do (a new domain without ratings)."""
+    recs = _records(40)
+    target = [Record(id=f"t{i}", output=f"SECRET OUTPUT {i}", system="human", dataset="E2E",
+                     mr=f"name[Spot {i}], food[Thai]", refs=[f"Spot {i} serves Thai food.", f"Thai food at Spot {i}."],
+                     ratings={"quality": 1.0}) for i in range(5)]
+    _, extra, counts = build_training_set(recs, [], ["target_refs"], max_errors=2, seed=1, target_data=target)
+    assert counts["ref:target_refs"] == 10 and counts["synth:target_refs"] == 20
+    assert not any("SECRET" in i.output for i in extra)
+    assert {i.rating for i in extra if i.n_errors == 0} == {6.0}
+    with pytest.raises(ValueError, match="target_data"):
+        build_training_set(recs, [], ["target_refs"])
+
+
+def test_lodo_and_transfer_runners_tiny(tmp_path, capsys):
+    """experiment=ratpred_lodo end to end on a two-domain file: one fold per held-out domain, per-domain results
+    and their mean; mode=transfer trains on all ratings with target references and exports a model that scores an
+    E2E-format MR."""
+    import qe
+    from qe.data.record import save_records
+    from qe.training import run_training
+
+    cfg = _compose_ratpred(tmp_path, "experiment=ratpred_lodo", "protocol.domains=null", "protocol.passes_orig=1",
+                           "protocol.setup=S3", "logger=none")
+    run_training(cfg)
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert set(res["per_fold"]) == {"SFHOT", "SFRES"} and [r["label"] for r in res["runs"]] == ["SFHOT", "SFRES"]
+    assert res["fold_mean"]["test/pearson"] == pytest.approx(
+        (res["per_fold"]["SFHOT"]["test/pearson"] + res["per_fold"]["SFRES"]["test/pearson"]) / 2)
+    assert "held out SFRES" in capsys.readouterr().out
+
+    target = tmp_path / "target.jsonl"
+    save_records([Record(id=f"t{i}", output=f"Spot {i} serves Thai food.", system="human", dataset="E2E",
+                         mr=f"name[Spot {i}], food[Thai], area[riverside]",
+                         refs=[f"Spot {i} serves Thai food by the river."]) for i in range(6)], target)
+    cfg = _compose_ratpred(tmp_path / "t", "experiment=ratpred_e2e", f"protocol.target_data.name={target}",
+                           "~protocol.target_data.version", "~protocol.target_data.split",
+                           "protocol.sources=[train_outputs,target_refs]", "protocol.passes_orig=1", "logger=none")
+    run_training(cfg)
+    res = json.loads((tmp_path / "t" / "run" / "results.json").read_text())
+    assert res["mode"] == "transfer" and "summary" not in res
+    assert res["runs"][0]["counts"]["ref:target_refs"] == 6
+    s = qe.load(str(tmp_path / "t" / "export"))
+    out = s.score(["Spot 9 serves Thai food."], mrs=["name[Spot 9], food[Thai]"], progress=False)
+    assert len(out) == 1 and 1.0 <= out[0] <= 6.0

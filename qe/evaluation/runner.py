@@ -70,7 +70,7 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
                      rating_range=None, stats: Mapping[str, Any] | None = None, plots: bool = True, dpi: int = 72,
                      dataset_name: str = "<records>", resume: bool = True, batch_size: int | None = None,
                      device: str | None = None, progress: bool = True, command: str | None = None,
-                     title: str | None = None) -> dict[str, Any]:
+                     title: str | None = None, metric_files: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Score ``records`` (a list of :class:`qe.data.Record`), meta-evaluate every metric and write
     ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results."""
     from qe.evaluation.plots import plot_all
@@ -88,7 +88,7 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     corpus: dict = {}
     metrics, info = collect_metrics(records, specs, out, columns=metric_columns, lower_is_better=lower_is_better,
                                     items=items, dataset_name=dataset_name, resume=resume, batch_size=batch_size,
-                                    device=device, progress=progress, corpus=corpus)
+                                    device=device, progress=progress, corpus=corpus, metric_files=metric_files)
     notes: list[str] = []
     data = build_eval_data(records, metrics, info, ratings=list(ratings) if ratings else None, item_key=item_key,
                            human_systems=human_systems, rating_range=rating_range, dataset_name=dataset_name,
@@ -147,7 +147,7 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
         plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,
         dataset_name=str(label), resume=bool(cfg.get("resume", True)), batch_size=cfg.get("batch_size"),
         device=cfg.get("device"), progress=bool(cfg.get("progress", True)), command=command,
-        title=cfg.get("title"))
+        title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None)
     for m, sig in result["signatures"].items():
         print(f"{m}: {sig}")
     print(f"scores: {result['scores']}\nreport: {result['report']}")

@@ -65,7 +65,7 @@ class ScorerSpec:
 @dataclass
 class MetricInfo:
     name: str
-    #: "scorer" or "column"
+    #: "scorer", "column" (shipped in the records) or "file" (metric_files)
     source: str
     higher_is_better: bool = True
     signature: str = ""
@@ -229,13 +229,72 @@ def _read_previous(out_dir: Path, digest: str) -> tuple[dict[str, np.ndarray], d
         return None
 
 
+def read_metric_file(label: str, spec: Any, records: Sequence[Record]) -> tuple[np.ndarray, str]:
+    """Scores computed elsewhere (e.g. cross-validated predictions: each output scored by a model that never saw
+    it), joined to ``records`` by id. ``spec``: a path, or ``{path, field: score, id_field: id, filter: {col:
+    value}, reduce: error|mean}``; the file is ``.jsonl`` or ``.csv``. ``filter`` keeps rows whose columns equal
+    the values (e.g. ``{seed: 1}``); after it, an id seen twice is an error unless ``reduce: mean`` (average of its
+    rows). Every record needs a row (the error names the first ids without one); rows for ids not in the records
+    are ignored. Returns (scores in record order, signature)."""
+    import csv
+    import json
+
+    spec = {"path": spec} if isinstance(spec, (str, Path)) else dict(spec or {})
+    if not spec.get("path"):
+        raise EvaluationConfigError(f"metric_files.{label}: give a path (or {{path: ..., field: ...}})")
+    path = Path(str(spec["path"])).expanduser()
+    field_, id_field = str(spec.get("field", "score")), str(spec.get("id_field", "id"))
+    flt = {str(k): v for k, v in (spec.get("filter") or {}).items()}
+    reduce = str(spec.get("reduce", "error"))
+    if reduce not in ("error", "mean"):
+        raise EvaluationConfigError(f"metric_files.{label}.reduce={reduce!r}: use error or mean")
+    if not path.is_file():
+        raise EvaluationConfigError(f"metric_files.{label}: {path} is not a file")
+    rows: list[tuple[str, dict]] = []
+    with open(path, encoding="utf-8", newline="") as f:
+        if path.suffix == ".csv":
+            rows = [(f"{path}:{n}", row) for n, row in enumerate(csv.DictReader(f), 2)]
+        else:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        rows.append((f"{path}:{n}", json.loads(line)))
+                    except json.JSONDecodeError as exc:
+                        raise EvaluationConfigError(f"{path}:{n}: not JSON ({exc.msg})") from None
+    got: dict[str, list[float]] = {}
+    for where, row in rows:
+        if any(str(row.get(k)) != str(v) for k, v in flt.items()):
+            continue
+        if id_field not in row or field_ not in row:
+            raise EvaluationConfigError(f"{where}: row lacks {id_field!r} or {field_!r} (has {sorted(row)})")
+        try:
+            v = float(row[field_])
+        except (TypeError, ValueError):
+            raise EvaluationConfigError(f"{where}: field {field_!r} = {row[field_]!r} is not a number") from None
+        got.setdefault(str(row[id_field]), []).append(v)
+    dup = [k for k, v in got.items() if len(v) > 1]
+    if dup and reduce == "error":
+        raise EvaluationConfigError(f"metric_files.{label}: id {dup[0]!r} has {len(got[dup[0]])} rows in {path} "
+                                    f"(and {len(dup) - 1} more ids); narrow them with filter or set reduce: mean")
+    missing = [r.id for r in records if r.id not in got]
+    if missing:
+        raise EvaluationConfigError(f"metric_files.{label}: {len(missing)} of {len(records)} records have no row in "
+                                    f"{path} (first: {missing[:3]})")
+    vals = np.array([float(np.mean(got[r.id])) for r in records], float)
+    desc = f"{label}|file:{path.name}|field:{field_}" + (f"|filter:{flt}" if flt else "") + \
+        (f"|reduce:{reduce}" if dup else "")
+    return vals, desc
+
+
 def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_dir: str | Path, *,
                     columns: str | Sequence[str] | None = "all", lower_is_better: Sequence[str] = (),
                     items: Sequence[str | None] | None = None, dataset_name: str = "<dataset>",
                     resume: bool = True, batch_size: int | None = None, device: str | None = None,
                     progress: bool = True, corpus: dict | None = None,
+                    metric_files: Mapping[str, Any] | None = None,
                     ) -> tuple[dict[str, np.ndarray], dict[str, MetricInfo]]:
-    """Run every scorer over ``records`` (checkpointing after each) and add the shipped metric columns.
+    """Run every scorer over ``records`` (checkpointing after each) and add the shipped metric columns and the
+    ``metric_files`` (:func:`read_metric_file`).
 
     Returns (metric name -> scores in record order, metric name -> :class:`MetricInfo`). ``corpus``, when given,
     is filled with metric name -> {(dataset, system): corpus-level score} (:func:`corpus_scores`).
@@ -267,6 +326,13 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
     for c in wanted:
         metrics[c] = np.array([r.metrics.get(c, math.nan) for r in records], float)
         info[c] = MetricInfo(c, "column", c not in lower, f"{c}|precomputed column shipped with {dataset_name}")
+    # 1b. scores computed elsewhere, joined by record id (metric_files)
+    for label, spec in (metric_files or {}).items():
+        if label in metrics:
+            raise EvaluationConfigError(f"metric_files.{label}: a metric of that name exists already")
+        vals, desc = read_metric_file(label, spec, records)
+        metrics[label] = vals
+        info[label] = MetricInfo(label, "file", label not in lower, desc)
 
     # 2. scorers, with checkpoint / resume
     digest = ids_digest(records)

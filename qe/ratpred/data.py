@@ -15,7 +15,9 @@ Synthetic sources (:data:`SOURCES`, Section 4 of the paper); a setup is a list o
 * ``source_train``   - every reference of the source datasets' training splits (SF Hotel / SF Restaurant
   ``train.json``; BAGEL has no separate training split in the rated data) (S4+);
 * ``test_refs``      - human references of the test part's MRs (S5+; not strictly referenceless);
-* ``source_all``     - every reference of the complete source datasets: SF train + valid + test, all BAGEL (S6).
+* ``source_all``     - every reference of the complete source datasets: SF train + valid + test, all BAGEL (S6);
+* ``target_refs``    - references of a new target domain's MRs (``protocol.target_data``, e.g. E2E dev), for a
+  domain that has references but no ratings (not in the paper's setups; the E2E recipe uses it).
 
 Test-part *system outputs* are never distorted or added; only the original training records, never dev or
 test records, are used as rated instances.
@@ -40,7 +42,7 @@ from qe.ratpred.synth import Dictionary, distort, lowered_rating
 
 log = logging.getLogger(__name__)
 
-SOURCES = ("train_outputs", "train_refs", "source_train", "test_refs", "source_all")
+SOURCES = ("train_outputs", "train_refs", "source_train", "test_refs", "source_all", "target_refs")
 SETUPS: dict[str, tuple[str, ...]] = {
     "S1": (),
     "S2": ("train_outputs",),
@@ -197,7 +199,8 @@ def _record_refs(records: list[Record], source: str) -> list[Instance]:
 def build_training_set(train: list[Record], test: list[Record], sources: tuple[str, ...] | list[str],
                        target: str = "quality", max_errors: int = 4, seed: int = 1206,
                        ref_pool: list[RefInstance] | None = None, delex: bool = True,
-                       dictionary: Dictionary | None = None) -> tuple[list[Instance], list[Instance], dict]:
+                       dictionary: Dictionary | None = None,
+                       target_data: list[Record] | None = None) -> tuple[list[Instance], list[Instance], dict]:
     """(original instances, synthetic + reference instances, counts) for one fold.
 
     Original = the training records (real outputs, median ratings). Synthetic = per ``sources``: references
@@ -205,6 +208,8 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
     (distinct (MR, output) pairs; their median rating lowered). ``test`` records only contribute their MRs'
     *references* (``test_refs``), never their outputs. ``ref_pool``: source-dataset references
     (:func:`qe.data.references.all_reference_instances`), needed by ``source_train`` / ``source_all``.
+    ``target_data``: records of an unrated target domain; only their MRs and references are used
+    (``target_refs``).
     """
     bad = [s for s in sources if s not in SOURCES]
     if bad:
@@ -239,6 +244,10 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
             add_refs(_record_refs(train, source), source)
         elif source == "test_refs":
             add_refs(_record_refs(test, source), source)
+        elif source == "target_refs":
+            if not target_data:
+                raise ValueError("source 'target_refs' needs target_data (protocol.target_data: records with refs)")
+            add_refs(_record_refs(target_data, source), source)
         elif source in ("source_train", "source_all"):
             if ref_pool is None:
                 raise ValueError(f"source {source!r} needs ref_pool (the source datasets' references)")

@@ -304,7 +304,51 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
         train = {"C1": sp["small_train"], "C2": sp["out_train"], "C3": sp["out_train"] + sp["small_train"]}[mode]
         dev = sp["out_dev"] if mode == "C2" else sp["small_dev"]
         return [(0, train, dev, sp["in_test"])]
-    raise ValueError(f"protocol.mode={mode!r}: use cv, C1, C2 or C3")
+    group_by = str(proto.get("group_by", "mr_output"))
+    if mode == "lodo":
+        key = str(proto.get("domain_key") or "dataset")
+        have = sorted({str(getattr(r, key)) for r in records})
+        domains = [str(x) for x in proto.get("domains") or have]
+        missing = [x for x in domains if x not in have]
+        if missing:
+            raise ValueError(f"protocol.domains: {missing} not among the records' {key} values {have}")
+        if len(have) < 2:
+            raise ValueError(f"protocol.mode=lodo needs records of two or more {key} values (found {have})")
+        out = []
+        for i, dom in enumerate(domains):
+            rest = [r for r in records if str(getattr(r, key)) != dom]
+            parts = make_parts(rest, 5, int(proto.part_seed), group_by)
+            out.append((i, [r for p in parts[:4] for r in p], parts[4],
+                        [r for r in records if str(getattr(r, key)) == dom]))
+        return out
+    if mode == "transfer":
+        parts = make_parts(records, 5, int(proto.part_seed), group_by)
+        return [(0, [r for p in parts[:4] for r in p], parts[4], [])]
+    raise ValueError(f"protocol.mode={mode!r}: use cv, C1, C2, C3, lodo or transfer")
+
+
+def fold_labels(cfg: DictConfig, records) -> dict[int, str]:
+    """Fold index -> label: the held-out domain for ``lodo``, ``fold k`` otherwise."""
+    proto = cfg.protocol
+    if proto.get("mode", "cv") == "lodo":
+        key = str(proto.get("domain_key") or "dataset")
+        domains = [str(x) for x in proto.get("domains") or sorted({str(getattr(r, key)) for r in records})]
+        return dict(enumerate(domains))
+    return {}
+
+
+def target_records(cfg: DictConfig) -> list:
+    """``protocol.target_data``: records of the target domain whose MRs and references (never outputs or ratings)
+    feed the ``target_refs`` synthetic source, e.g. ``{name: e2e, version: cleaned, split: dev}``."""
+    spec = cfg.protocol.get("target_data")
+    if not spec:
+        return []
+    spec = to_dict(spec)
+    name = spec.pop("name")
+    recs = load_dataset(name, data_dir=cfg.paths.data_dir, **spec)
+    if not any(r.refs for r in recs):
+        raise ValueError(f"protocol.target_data={name}: its records carry no references (field 'refs')")
+    return recs
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -348,6 +392,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = _splits(cfg, records)
+    labels = fold_labels(cfg, records)
+    target = target_records(cfg)
+    if "target_refs" in sources and not target:
+        raise ValueError("synthetic source target_refs needs protocol.target_data (e.g. {name: e2e, split: dev})")
     seeds = list(proto["seeds"])
     per_seed, per_seed_raw, runs, preds_rows = [], [], [], []
     first_dir = None
@@ -366,7 +414,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                     shutil.rmtree(sub)  # exact resume: an unfinished sub-run starts again from its seed
                 run_info, rows = _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub,
                                           stage_resume, export=bool(cfg.get("export")) and sub == first_dir,
-                                          n_records=len(records))
+                                          n_records=len(records), target=target)
+            if fold in labels:
+                run_info["label"] = labels[fold]
             runs.append(run_info)
             all_pred.extend(r["pred"] for r in rows)
             all_raw.extend(r["raw"] for r in rows)
@@ -376,20 +426,41 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             (out_dir / "results.json").write_text(json.dumps(
                 {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "partial": True,
                  "runs": runs}, indent=1, default=str))
-        per_seed.append(correlations(all_pred, all_gold))
-        per_seed_raw.append(correlations(all_raw, all_gold))
-    summary = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
-    summary_std = {k: float(np.std([s[k] for s in per_seed])) for k in per_seed[0]}
-    result = {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "target": str(d.target),
-              "summary": summary, "summary_std_over_seeds": summary_std, "per_seed": per_seed,
-              "summary_raw": {k: float(np.mean([s[k] for s in per_seed_raw])) for k in per_seed_raw[0]}, "runs": runs,
-              "config": plain_config(cfg)}
+        if all_gold:  # transfer mode has no rated test part
+            per_seed.append(correlations(all_pred, all_gold))
+            per_seed_raw.append(correlations(all_raw, all_gold))
+    result = {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "target": str(d.target)}
+    summary: dict[str, float] = {}
+    if per_seed:
+        summary = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
+        result.update(summary=summary, summary_std_over_seeds={k: float(np.std([s[k] for s in per_seed]))
+                                                                for k in per_seed[0]},
+                      per_seed=per_seed,
+                      summary_raw={k: float(np.mean([s[k] for s in per_seed_raw])) for k in per_seed_raw[0]})
+    if labels:  # lodo: each held-out domain on its own (mean over seeds), and the mean over domains
+        per_fold = {}
+        for fold, lab in labels.items():
+            rs = [r for r in runs if r["fold"] == fold and r.get("test")]
+            per_fold[lab] = {f"{kind}/{k}": float(np.mean([r[kind][k] for r in rs]))
+                             for kind in ("test", "test_raw") for k in rs[0][kind]} | {"seeds": len(rs)}
+        result["per_fold"] = per_fold
+        result["fold_mean"] = {k: float(np.mean([v[k] for v in per_fold.values()]))
+                               for k in next(iter(per_fold.values())) if k != "seeds"}
+    result.update(runs=runs, config=plain_config(cfg))
     (out_dir / "results.json").write_text(json.dumps(result, indent=1, default=str))
     _write_jsonl(out_dir / "predictions.jsonl", preds_rows)
     print(f"\nRatPred {setup} ({proto.get('mode', 'cv')}, seeds={seeds}): "
-          + "  ".join(f"{k}={v:.3f}" for k, v in summary.items()))
+          + ("  ".join(f"{k}={v:.3f}" for k, v in summary.items()) or "no rated test part"))
+    for lab, m in result.get("per_fold", {}).items():
+        print(f"  held out {lab}: pearson={m['test/pearson']:.3f} spearman={m['test/spearman']:.3f} "
+              f"(raw {m['test_raw/pearson']:.3f}; {m['seeds']} seeds)")
+    if "fold_mean" in result:
+        print(f"  mean over held-out domains: pearson={result['fold_mean']['test/pearson']:.3f} "
+              f"spearman={result['fold_mean']['test/spearman']:.3f}")
     print(f"results: {out_dir / 'results.json'}")
     metrics: dict[str, Any] = {f"test/{k}": v for k, v in summary.items()}
+    metrics.update({f"lodo_mean/{k.split('/', 1)[1]}": v for k, v in result.get("fold_mean", {}).items()
+                    if k.startswith("test/")})
     metrics["val/corr"] = float(np.mean([r["best_dev_corr"] for r in runs]))
     log_metrics(cfg, metrics, run_dir=out_dir)
     if cfg.get("export") and first_dir is not None:
@@ -408,12 +479,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 
 def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub: Path, resume: bool,
-             export: bool, n_records: int) -> tuple[dict, list[dict]]:
+             export: bool, n_records: int, target: list | None = None) -> tuple[dict, list[dict]]:
     """Train and test one (seed, fold) in its sub-run directory; returns its result entry and test predictions."""
     delex = bool(proto.get("delex", True))
     orig, extra, counts = build_training_set(
         train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
-        seed=int(seed) * 1000 + fold, ref_pool=pool, delex=delex)
+        seed=int(seed) * 1000 + fold, ref_pool=pool, delex=delex, target_data=target)
     dev_i = real_instances(dev, str(d.target))  # checks MR present and rating a number, naming the record
     test_i = real_instances(test, str(d.target))
     module, vocab, info = train_one(orig, extra, dev_i, cfg.model, proto, int(seed), cfg, run_dir=sub, resume=resume)
@@ -421,8 +492,8 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
     c = module.predict_config()
     p = round_clip(raw, c["round_to"], c["clip_lo"], c["clip_hi"])
     gold = np.array([i.rating for i in test_i])
-    m = correlations(p, gold)
-    m_raw = correlations(raw, gold)
+    m = correlations(p, gold) if len(gold) else {}
+    m_raw = correlations(raw, gold) if len(gold) else {}
     log.info("setup %s seed %s fold %s: %s  (%d train instances, %.0fs)", setup, seed, fold,
              {k: round(v, 3) for k, v in m.items()}, info["train_total"], info["seconds"])
     print(f"[ratpred {setup} seed={seed} fold={fold}] test {json.dumps({k: round(v, 3) for k, v in m.items()})}"
