@@ -75,6 +75,11 @@ _LM = ("data=lm_brown_wt2", "trainer=cpu", "model.hidden_size=256", "model.embed
 _LM_GPU = ("trainer=gpu", "model.hidden_size=512", "model.embedding_dim=512", "trainer.max_steps=20000",
            "trainer.max_epochs=40", "trainer.val_check_interval=1.0", "data.num_workers=4", "trainer.deterministic=true")
 
+_LM_DOMAIN = ("data=lm_domain", "trainer=cpu", "model.hidden_size=256", "model.embedding_dim=256", "model.dropout=0.3",
+              "trainer.max_steps=3200", "trainer.max_epochs=100", "seed=42", "test=false",
+              "trainer.enable_progress_bar=false")
+_LM_DOMAIN_GPU = ("trainer=gpu", "model.hidden_size=512", "model.embedding_dim=512", "trainer.deterministic=true")
+
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("slor-word-brown-wt2", ("tokenizer=word", *_LM), _LM_GPU,
            cpu_budget="about 85-110 min (docs/results.md: 950 steps in 85 min on the contended 2-core CPU)"),
@@ -90,9 +95,20 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
             "model.lr=1e-4", "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
            cpu_budget="about 36-40 min (docs/results.md: S6 five folds 2,152 s with one thread)"),
-    Recipe("ratpred-e2e", (), status="pending",
-           notes="recipe pending: issue 15 point 3 (E2E dev references + synthetic errors + EMNLP17 ratings) "
-                 "settles it; until then this name cannot be built"),
+    Recipe("ratpred-e2e",
+           ("experiment=ratpred_e2e", "protocol.seeds=[1]", "model.embedding_dim=64", "model.hidden_size=64",
+            "model.lr=2e-3", "model.batch_size=50", "protocol.passes_synth=20", "protocol.passes_orig=120",
+            "protocol.patience=null", "protocol.threads=1", "logger=none"),
+           ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
+            "model.lr=1e-4", "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
+           cpu_budget="about 10-15 min (one (seed, fold) of the reduced protocol on 1,968 ratings + synthetic data)",
+           notes="no E2E rating and no E2E test reference is read; the leave-one-domain-out runs of docs/results.md "
+                 "measure how this recipe transfers to a domain without ratings"),
+    # domain LMs (issue 15 point 4): SF train + E2E dev references (conf/data/lm_domain.yaml), about 158 steps/epoch
+    Recipe("slor-word-domain", ("tokenizer=word", *_LM_DOMAIN), _LM_DOMAIN_GPU,
+           cpu_budget="about 10-20 min (0.25 s/step on the 2-core CPU)"),
+    Recipe("slor-sp-domain", ("tokenizer=sp", "tokenizer.vocab_size=2000", *_LM_DOMAIN), _LM_DOMAIN_GPU,
+           cpu_budget="about 10-20 min"),
     # docs/results.md, GRUEN parts (the offline MiniLM encoder)
     Recipe("cola-minilm", ("experiment=cola_minilm", "trainer.max_epochs=3", "seed=42",
                            "trainer.enable_progress_bar=false"),

@@ -38,9 +38,10 @@ def test_recipe_overrides_compose(name, tmp_path):
         assert cfg.task.name
 
 
-def test_pending_recipe_refuses_to_build(tmp_path):
+def test_pending_recipe_refuses_to_build(tmp_path, monkeypatch):
+    monkeypatch.setitem(zoo.RECIPES, "_pending", zoo.Recipe("_pending", (), status="pending", notes="not settled"))
     with pytest.raises(SystemExit, match="pending"):
-        zoo.build("ratpred-e2e", tmp_path)
+        zoo.build("_pending", tmp_path)
 
 
 def test_missing_named_model_gives_build_command(tmp_path, monkeypatch):

@@ -9,6 +9,9 @@ Sources (each a mapping, as in ``conf/data/*.yaml``):
   headings dropped, paragraphs split into sentences, ``@-@``-style separators undone, ``<unk>`` kept;
 * ``{name: e2e, version: cleaned|original, split: dev}`` — E2E human references (``qe.data.e2e``; train on dev,
   never on test);
+* ``{name: sfx, domain: hotel|restaurant, split: train|valid|test}`` — SF Hotel / Restaurant human references
+  (``qe.data.references``; the EMNLP17 outputs are for the *test* MRs, so a domain LM takes ``train``);
+* ``{name: bagel}`` — the BAGEL references (every BAGEL MR is rated in EMNLP17: not for LMs scored on it);
 * ``{name: txt, path: FILE_OR_DIR}`` — any .txt file or folder of .txt files, one sentence per line
   (``split_sentences: true`` splits lines with pysbd instead).
 
@@ -131,6 +134,18 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
         from qe.data.e2e import e2e_texts
 
         return e2e_texts(spec.get("version", "cleaned"), spec.get("split", "dev"), data_dir)
+    if name == "sfx":
+        from qe.data.references import sf_references
+
+        domain = str(spec.get("domain", "restaurant"))
+        ds = {"hotel": "SFHOT", "restaurant": "SFRES"}.get(domain)
+        if ds is None:
+            raise ValueError(f"corpus source sfx: domain={domain!r}; use hotel or restaurant")
+        return [r.ref for r in sf_references(ds, str(spec.get("split", "train")), data_dir)]
+    if name == "bagel":
+        from qe.data.references import bagel_references
+
+        return [r.ref for r in bagel_references(data_dir)]
     if name == "txt":
         if not spec.get("path"):
             raise ValueError("corpus source 'txt' needs a path")
@@ -138,7 +153,7 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
         if not p.is_absolute() and not p.exists():
             p = root / p
         return _txt(require(p, "text corpus"), bool(spec.get("split_sentences", False)))
-    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2, e2e or txt")
+    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2, e2e, sfx, bagel or txt")
 
 
 def load_corpus(specs: Iterable[dict[str, Any] | str], data_dir: str | Path | None = None) -> list[str]:
