@@ -5,6 +5,7 @@
     PYTHONPATH=. python -m experiments.ratpred report --folds=0,2 <run>/results.json     # only these test folds
     PYTHONPATH=. python -m experiments.ratpred report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
     PYTHONPATH=. python -m experiments.ratpred report --williams <S1 run> <S4 run> ...      # + significance table
+    PYTHONPATH=. python -m experiments.ratpred lodo <lodo run>/results.json ...            # leave-one-domain-out table
 
 **Baselines** (``baselines``): the constant baseline (per CV fold, the training parts' mean rating, rounded to
 0.5; the paper's constant is 4.5) and the word-overlap metrics, each output against all its references from
@@ -300,12 +301,47 @@ def report_main(argv=None):
         print(williams_table(res))
 
 
+def lodo_table(paths: list[str]) -> str:
+    """Markdown table of leave-one-domain-out runs (``experiment=ratpred_lodo``): per held-out domain, Pearson /
+    Spearman of the rounded predictions (mean over the run's seeds, ± their std when two or more), raw Pearson,
+    and the mean over domains; one row per run, labelled by its directory."""
+    rows, domains = [], []
+    for p in paths:
+        res = json.loads(Path(p).read_text())
+        if res.get("mode") != "lodo" or "per_fold" not in res:
+            raise SystemExit(f"{p}: not a finished leave-one-domain-out run (mode={res.get('mode')!r})")
+        for d in res["per_fold"]:
+            if d not in domains:
+                domains.append(d)
+        by = {}
+        for r in res["runs"]:
+            by.setdefault(r["label"], []).append(r)
+        rows.append((Path(p).parent.name, res, by))
+    head = "| run | seeds | " + " | ".join(f"{d} r | {d} ρ" for d in domains) + " | mean r | mean ρ | mean raw r |"
+    out = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name, res, by in rows:
+        cells = []
+        for d in domains:
+            rs = by.get(d, [])
+            for k in ("pearson", "spearman"):
+                v = [r["test"][k] for r in rs]
+                cells.append("-" if not v else f"{np.mean(v):.3f}" + (f" ± {np.std(v):.3f}" if len(v) > 1 else ""))
+        fm = res["fold_mean"]
+        seeds = sorted({r["seed"] for r in res["runs"]})
+        out.append(f"| {name} | {','.join(map(str, seeds))} | " + " | ".join(cells) +
+                   f" | **{fm['test/pearson']:.3f}** | {fm['test/spearman']:.3f} | {fm['test_raw/pearson']:.3f} |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m experiments.ratpred", description="RatPred Table 3 / 4 rows "
                                  "(see the module docstring)")
-    ap.add_argument("command", choices=["baselines", "report"])
+    ap.add_argument("command", choices=["baselines", "report", "lodo"])
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
     a = ap.parse_args(argv)
+    if a.command == "lodo":
+        print(lodo_table(a.args))
+        return None
     return (baselines_main if a.command == "baselines" else report_main)(a.args)
 
 

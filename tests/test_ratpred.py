@@ -570,6 +570,10 @@ def test_lodo_and_transfer_runners_tiny(tmp_path, capsys):
     assert res["fold_mean"]["test/pearson"] == pytest.approx(
         (res["per_fold"]["SFHOT"]["test/pearson"] + res["per_fold"]["SFRES"]["test/pearson"]) / 2)
     assert "held out SFRES" in capsys.readouterr().out
+    from experiments.ratpred import lodo_table
+
+    tab = lodo_table([str(tmp_path / "run" / "results.json")])
+    assert "| SFHOT r | SFHOT ρ | SFRES r" in tab and f"**{res['fold_mean']['test/pearson']:.3f}**" in tab
 
     target = tmp_path / "target.jsonl"
     save_records([Record(id=f"t{i}", output=f"Spot {i} serves Thai food.", system="human", dataset="E2E",
