@@ -5,7 +5,7 @@
     PYTHONPATH=. python -m experiments.ratpred report --folds=0,2 <run>/results.json     # only these test folds
     PYTHONPATH=. python -m experiments.ratpred report --ensemble <seed-1 run> <seed-2 run>  # + a seed-ensemble row
     PYTHONPATH=. python -m experiments.ratpred report --williams <S1 run> <S4 run> ...      # + significance table
-    PYTHONPATH=. python -m experiments.ratpred lodo <lodo run>/results.json ...            # leave-one-domain-out table
+    PYTHONPATH=. python -m experiments.ratpred lodo <lodo run>/results.json ... [--in-domain=<cv run>/predictions.jsonl]
 
 **Baselines** (``baselines``): the constant baseline (per CV fold, the training parts' mean rating, rounded to
 0.5; the paper's constant is 4.5) and the word-overlap metrics, each output against all its references from
@@ -301,7 +301,29 @@ def report_main(argv=None):
         print(williams_table(res))
 
 
-def lodo_table(paths: list[str]) -> str:
+def in_domain_rows(path: str, domains: list[str], data_dir=None) -> list[dict]:
+    """Per-dataset correlations of cross-validated (in-domain) test predictions (``predictions.jsonl`` of a
+    ``cv`` run), one dict per seed: the in-domain counterpart of each leave-one-domain-out column."""
+    from qe.data.datasets import load_dataset
+
+    dataset_of = {r.id: r.dataset for r in load_dataset("emnlp17", data_dir=data_dir)}
+    by_seed: dict = {}
+    for line in open(path):
+        x = json.loads(line)
+        by_seed.setdefault(x["seed"], {}).setdefault(dataset_of[x["id"]], []).append(x)
+    out = []
+    for seed, per in sorted(by_seed.items()):
+        row = {"seed": seed}
+        for d in domains:
+            xs = per.get(d, [])
+            if xs:
+                row[d] = correlations([x["pred"] for x in xs], [x["gold"] for x in xs])
+                row[d]["raw_pearson"] = correlations([x["raw"] for x in xs], [x["gold"] for x in xs])["pearson"]
+        out.append(row)
+    return out
+
+
+def lodo_table(paths: list[str], in_domain: list[str] = ()) -> str:
     """Markdown table of leave-one-domain-out runs (``experiment=ratpred_lodo``): per held-out domain, Pearson /
     Spearman of the rounded predictions (mean over the run's seeds, ± their std when two or more), raw Pearson,
     and the mean over domains; one row per run, labelled by its directory."""
@@ -330,6 +352,18 @@ def lodo_table(paths: list[str]) -> str:
         seeds = sorted({r["seed"] for r in res["runs"]})
         out.append(f"| {name} | {','.join(map(str, seeds))} | " + " | ".join(cells) +
                    f" | **{fm['test/pearson']:.3f}** | {fm['test/spearman']:.3f} | {fm['test_raw/pearson']:.3f} |")
+    for p in in_domain:  # in-domain cross-validation, split by dataset: what the held-out domain would get with ratings
+        seeds_rows = in_domain_rows(p, domains)
+        cells, means = [], {"pearson": [], "spearman": [], "raw_pearson": []}
+        for d in domains:
+            for k in ("pearson", "spearman"):
+                v = [r[d][k] for r in seeds_rows if d in r]
+                cells.append("-" if not v else f"{np.mean(v):.3f}" + (f" ± {np.std(v):.3f}" if len(v) > 1 else ""))
+        for k in means:
+            means[k] = np.mean([np.mean([r[d][k] for d in domains if d in r]) for r in seeds_rows])
+        out.append(f"| in-domain CV: {Path(p).parent.name} | {','.join(str(r['seed']) for r in seeds_rows)} | "
+                   + " | ".join(cells) + f" | {means['pearson']:.3f} | {means['spearman']:.3f} | "
+                   f"{means['raw_pearson']:.3f} |")
     return "\n".join(out)
 
 
@@ -340,7 +374,8 @@ def main(argv=None):
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
     a = ap.parse_args(argv)
     if a.command == "lodo":
-        print(lodo_table(a.args))
+        ind = [x.split("=", 1)[1] for x in a.args if x.startswith("--in-domain=")]
+        print(lodo_table([x for x in a.args if not x.startswith("--")], ind))
         return None
     return (baselines_main if a.command == "baselines" else report_main)(a.args)
 

@@ -618,3 +618,21 @@ def test_embeddings_from_spacy_vectors():
     assert sum(p.numel() for g in opt.param_groups for p in g["params"]) < sum(p.numel() for p in m.parameters())
     with pytest.raises(ValueError, match="embedding_dim=300"):
         init_embeddings(RatPredModule(len(vocab), embedding_dim=16, hidden_size=8), vocab, "spacy:en_core_web_md")
+
+
+@needs_data
+def test_lodo_table_in_domain_row(tmp_path):
+    """--in-domain: cross-validated predictions split by EMNLP17 dataset, the in-domain counterpart of each
+    held-out column (per-dataset Pearson of the predictions, mean over datasets)."""
+    from experiments.ratpred import in_domain_rows
+    from qe.data.datasets import load_dataset
+
+    recs = load_dataset("emnlp17")
+    rng_ = np.random.default_rng(0)
+    rows = [{"seed": 1, "fold": 0, "id": r.id, "gold": r.ratings["quality"],
+             "pred": r.ratings["quality"] + (0.0 if r.dataset == "SFHOT" else rng_.normal(0, 3)), "raw": 1.0}
+            for r in recs]
+    p = tmp_path / "predictions.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    (row,) = in_domain_rows(str(p), ["BAGEL", "SFHOT", "SFRES"])
+    assert row["SFHOT"]["pearson"] == pytest.approx(1.0) and abs(row["BAGEL"]["pearson"]) < 0.9
