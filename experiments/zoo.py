@@ -17,7 +17,8 @@ Resumable: a model builds in ``<models>/.build/<name>/`` (``hydra.run.dir`` ther
 the build command after an interruption continues from the run's ``last.ckpt`` (RatPred: skips finished sub-runs
 and resumes the interrupted stage). The finished export is moved to ``<models>/<name>/`` with one rename, and the
 build directory is removed (``--keep-build`` keeps it). ``<models>/.zoo/<name>.json`` records the recipe, the
-schedule and the checksum (``verify`` compares against it).
+schedule and the checksum (``verify`` compares against it); ``<models>/.zoo/<name>/`` keeps the run's
+``results.json``, ``predictions.jsonl`` (RatPred: the cross-validated test predictions) and ``train.log``.
 
 Resume equality: a build interrupted at the end of an epoch and resumed gives the same checksum as an uninterrupted
 one (tests/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
@@ -242,10 +243,22 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
            "recipe": asdict(recipe)}
     _record_path(models, name).parent.mkdir(parents=True, exist_ok=True)
     _record_path(models, name).write_text(json.dumps(rec, indent=2) + "\n")
+    # the run's figures outlive the build directory: RatPred's results.json / predictions.jsonl (the cross-validated
+    # test predictions docs evaluate), training logs
+    kept = _record_path(models, name).with_suffix("")
+    for f in RUN_FILES:
+        src = build_dir / "run" / f
+        if src.is_file():
+            kept.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, kept / f)
     if not keep_build:
         shutil.rmtree(build_dir, ignore_errors=True)
     print(f"{name}: built {final}\n  checksum {digest}", flush=True)
     return digest
+
+
+#: files of a build's run directory copied to ``<models>/.zoo/<name>/`` before the build directory is removed
+RUN_FILES = ("results.json", "predictions.jsonl", "train.log")
 
 
 def verify(names: list[str], models_dir: str | Path | None = None) -> int:

@@ -87,5 +87,6 @@ def test_build_is_deterministic_twice_and_after_an_interruption(tmp_path):
     for d in (a, b, c):
         assert (d / "_tiny-slor" / "qe_export.json").is_file() and not (d / ".build" / "_tiny-slor").exists()
         assert names.is_built("_tiny-slor", d)
+        assert (d / ".zoo" / "_tiny-slor" / "train.log").is_file()  # the run's log outlives the build directory
     assert zoo.verify(["_tiny-slor"], a) == 0
     assert zoo.build("_tiny-slor", a, quiet=True) == sa  # already built: no rebuild, same checksum
