@@ -328,17 +328,25 @@ def lodo_table(paths: list[str], in_domain: list[str] = ()) -> str:
     Spearman of the rounded predictions (mean over the run's seeds, ± their std when two or more), raw Pearson,
     and the mean over domains; one row per run, labelled by its directory."""
     rows, domains = [], []
-    for p in paths:
-        res = json.loads(Path(p).read_text())
-        if res.get("mode") != "lodo" or "per_fold" not in res:
-            raise SystemExit(f"{p}: not a finished leave-one-domain-out run (mode={res.get('mode')!r})")
-        for d in res["per_fold"]:
-            if d not in domains:
-                domains.append(d)
+    for arg in paths:  # "a/results.json+b/results.json": runs of one variant with different seeds, pooled in one row
+        runs, name = [], None
+        for p in arg.split("+"):
+            res = json.loads(Path(p).read_text())
+            if res.get("mode") != "lodo" or "per_fold" not in res:
+                raise SystemExit(f"{p}: not a finished leave-one-domain-out run (mode={res.get('mode')!r})")
+            for d in res["per_fold"]:
+                if d not in domains:
+                    domains.append(d)
+            runs.extend(res["runs"])
+            name = name or (Path(p).parent.name if "+" not in arg else Path(p).parent.parent.name)
         by = {}
-        for r in res["runs"]:
+        for r in runs:
             by.setdefault(r["label"], []).append(r)
-        rows.append((Path(p).parent.name, res, by))
+        per = {d: {f"{kind}/{k}": float(np.mean([r[kind][k] for r in rs])) for kind in ("test", "test_raw")
+                   for k in ("pearson", "spearman")} for d, rs in by.items()}
+        res = {"runs": runs, "fold_mean": {k: float(np.mean([v[k] for v in per.values()]))
+                                           for k in next(iter(per.values()))}}
+        rows.append((name, res, by))
     head = "| run | seeds | " + " | ".join(f"{d} r | {d} ρ" for d in domains) + " | mean r | mean ρ | mean raw r |"
     out = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, res, by in rows:
