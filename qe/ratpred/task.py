@@ -383,7 +383,7 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
 
 
 def fold_labels(cfg: DictConfig, records) -> dict[int, str]:
-    """Fold index -> label: the held-out domain for ``lodo``, ``fold k`` otherwise."""
+    """Fold index -> the held-out domain for ``lodo`` (empty for the other modes)."""
     proto = cfg.protocol
     if proto.get("mode", "cv") == "lodo":
         key = str(proto.get("domain_key") or "dataset")
