@@ -589,6 +589,13 @@ def test_lodo_and_transfer_runners_tiny(tmp_path, capsys):
     s = qe.load(str(tmp_path / "t" / "export"))
     out = s.score(["Spot 9 serves Thai food."], mrs=["name[Spot 9], food[Thai]"], progress=False)
     assert len(out) == 1 and 1.0 <= out[0] <= 6.0
+    from conftest import shared_data_dir
+
+    if shared_data_dir() is not None:  # the E2E matched / mismatched check runs on any qe_gru export
+        from experiments.ratpred import mismatch_check
+
+        tab = mismatch_check([str(tmp_path / "t" / "export")])
+        assert "E2E cleaned dev: 1484 MRs" in tab and tab.count("| ") >= 6
 
 
 def test_embeddings_from_spacy_vectors():
