@@ -534,6 +534,8 @@ def test_lodo_splits_hold_out_each_domain_whole():
         assert all(r.dataset != dom for r in train + dev)
         assert sorted(r.id for r in train + dev + test) == sorted(r.id for r in recs)
         assert 0.15 < len(dev) / len(train + dev) < 0.25
+    cfg.protocol.domains = ["SFRES"]  # one domain alone keeps its fold index (same synthetic draw as in a full run)
+    assert [f for f, *_ in _splits(cfg, recs)] == [1] and fold_labels(cfg, recs) == {1: "SFRES"}
     cfg.protocol.domains = ["BAGEL"]
     with pytest.raises(ValueError, match="BAGEL"):
         _splits(cfg, recs)

@@ -370,7 +370,8 @@ def _splits(cfg: DictConfig, records) -> list[tuple[int, list, list, list]]:
         if len(have) < 2:
             raise ValueError(f"protocol.mode=lodo needs records of two or more {key} values (found {have})")
         out = []
-        for i, dom in enumerate(domains):
+        for dom in domains:  # fold index = the domain's place among all domains: protocol.domains=[X] reruns fold X
+            i = have.index(dom)
             rest = [r for r in records if str(getattr(r, key)) != dom]
             parts = make_parts(rest, 5, int(proto.part_seed), group_by)
             out.append((i, [r for p in parts[:4] for r in p], parts[4],
@@ -387,8 +388,8 @@ def fold_labels(cfg: DictConfig, records) -> dict[int, str]:
     proto = cfg.protocol
     if proto.get("mode", "cv") == "lodo":
         key = str(proto.get("domain_key") or "dataset")
-        domains = [str(x) for x in proto.get("domains") or sorted({str(getattr(r, key)) for r in records})]
-        return dict(enumerate(domains))
+        have = sorted({str(getattr(r, key)) for r in records})
+        return {have.index(str(x)): str(x) for x in proto.get("domains") or have}
     return {}
 
 
