@@ -333,12 +333,13 @@ def lodo_table(paths: list[str], in_domain: list[str] = ()) -> str:
         runs, name = [], None
         for p in arg.split("+"):
             res = json.loads(Path(p).read_text())
-            if res.get("mode") != "lodo" or "per_fold" not in res:
-                raise SystemExit(f"{p}: not a finished leave-one-domain-out run (mode={res.get('mode')!r})")
-            for d in res["per_fold"]:
+            done = [r for r in res.get("runs", []) if r.get("label") and r.get("test")]
+            if res.get("mode") != "lodo" or not done:
+                raise SystemExit(f"{p}: no finished leave-one-domain-out fold (mode={res.get('mode')!r})")
+            for d in sorted({r["label"] for r in done}):  # a partial run (stopped early) counts with its finished folds
                 if d not in domains:
                     domains.append(d)
-            runs.extend(res["runs"])
+            runs.extend(done)
             name = name or (Path(p).parent.name if "+" not in arg else Path(p).parent.parent.name)
         by = {}
         for r in runs:
