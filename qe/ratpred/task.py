@@ -449,9 +449,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     splits = _splits(cfg, records)
     labels = fold_labels(cfg, records)
-    target = target_records(cfg)
+    target = target_records(cfg) if "target_refs" in sources else []
     if "target_refs" in sources and not target:
         raise ValueError("synthetic source target_refs needs protocol.target_data (e.g. {name: e2e, split: dev})")
+    if proto.get("target_data") and "target_refs" not in sources:
+        log.warning("protocol.target_data is set but the synthetic sources %s do not include target_refs: unused",
+                    list(sources))
     seeds = list(proto["seeds"])
     per_seed, per_seed_raw, runs, preds_rows = [], [], [], []
     first_dir = None
