@@ -149,3 +149,16 @@ def test_e2e_counts_match_the_data_readme():
     for (v, sp), (rows, mrs) in want.items():
         recs = load_dataset("e2e", version=v, split=sp)
         assert (len(recs), len({r.mr for r in recs})) == (rows, mrs), (v, sp)
+
+
+@needs_data
+def test_domain_corpus_sources():
+    """The domain-LM corpus (conf/data/lm_domain.yaml): SF train references per domain, BAGEL, E2E dev; a bad
+    domain is named."""
+    hotel = load_source({"name": "sfx", "domain": "hotel", "split": "train"})
+    rest = load_source({"name": "sfx", "domain": "restaurant", "split": "train"})
+    assert len(hotel) == 3223 and len(rest) == 3114 and all(isinstance(s, str) and s for s in hotel + rest)
+    assert len(load_source({"name": "bagel"})) == 404
+    assert len(load_source({"name": "e2e", "version": "cleaned", "split": "dev"})) == 4299
+    with pytest.raises(ValueError, match="domain='bar'"):
+        load_source({"name": "sfx", "domain": "bar"})
