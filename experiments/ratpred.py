@@ -395,14 +395,26 @@ def mismatch_check(models: list[str], version: str = "cleaned", split: str = "de
         j = rng.randrange(len(mrs) - 1)
         j += j >= i
         pairs.append((mr, refs[mr][0], refs[mrs[j]][0]))
+    from qe.ratpred.mr import delexicalise
+
     lines = [f"E2E {version} {split}: {len(pairs)} MRs, seed {seed}", "",
-             "| model | mean matched | mean mismatched | matched > mismatched | ties |", "|---|---|---|---|---|"]
+             "| model | unknown tokens (output / MR) | mean matched | mean mismatched | matched > mismatched | ties |",
+             "|---|---|---|---|---|---|"]
     for name in models:
         s = qe.load(name, rounded=False)
+        # share of the delexicalised tokens of every reference of the split that the model's vocabulary lacks
+        unk = np.zeros(2)
+        tot = np.zeros(2)
+        for mr, rs in refs.items():
+            for r in rs:
+                d = delexicalise(mr, r, delex=s.delex, where=mr)
+                for k, toks in enumerate((d.out_tokens, d.mr_tokens)):
+                    unk[k] += sum(t not in s.vocab.stoi for t in toks)
+                    tot[k] += len(toks)
         a = np.array(s.score([p[1] for p in pairs], mrs=[p[0] for p in pairs], progress=False))
         b = np.array(s.score([p[2] for p in pairs], mrs=[p[0] for p in pairs], progress=False))
-        lines.append(f"| {name} | {a.mean():.2f} | {b.mean():.2f} | {100 * np.mean(a > b):.1f} % | "
-                     f"{100 * np.mean(a == b):.1f} % |")
+        lines.append(f"| {name} | {100 * unk[0] / tot[0]:.1f} % / {100 * unk[1] / tot[1]:.1f} % | {a.mean():.2f} | "
+                     f"{b.mean():.2f} | {100 * np.mean(a > b):.1f} % | {100 * np.mean(a == b):.1f} % |")
     return "\n".join(lines)
 
 
