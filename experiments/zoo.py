@@ -18,7 +18,8 @@ the build command after an interruption continues from the run's ``last.ckpt`` (
 and resumes the interrupted stage). The finished export is moved to ``<models>/<name>/`` with one rename, and the
 build directory is removed (``--keep-build`` keeps it). ``<models>/.zoo/<name>.json`` records the recipe, the
 schedule and the checksum (``verify`` compares against it); ``<models>/.zoo/<name>/`` keeps the run's
-``results.json``, ``predictions.jsonl`` (RatPred: the cross-validated test predictions) and ``train.log``.
+``results.json``, ``predictions.jsonl`` (RatPred: the cross-validated test predictions), ``gruen_report.json`` (GRUEN) and
+``train.log``.
 
 Resume equality: a build interrupted at the end of an epoch and resumed gives the same checksum as an uninterrupted
 one (tests/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
@@ -258,7 +259,7 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
 
 
 #: files of a build's run directory copied to ``<models>/.zoo/<name>/`` before the build directory is removed
-RUN_FILES = ("results.json", "predictions.jsonl", "train.log")
+RUN_FILES = ("results.json", "predictions.jsonl", "gruen_report.json", "train.log")
 
 
 def verify(names: list[str], models_dir: str | Path | None = None) -> int:

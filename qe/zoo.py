@@ -27,7 +27,7 @@ NAMES: dict[str, str] = {
     "cola-minilm": "MiniLM CoLA acceptability classifier, GRUEN grammaticality part (kind acceptability)",
     "mlm-minilm": "MiniLM masked-LM head, GRUEN pseudo-log-likelihood part (kind mlm)",
     "sop-minilm": "MiniLM sentence-order head, GRUEN structure/coherence part (kind sop)",
-    "gruen-minilm": "GRUEN over cola-/mlm-/sop-minilm, parameters tuned on an EMNLP17 dev split (kind gruen)",
+    "gruen-minilm": "GRUEN over cola-/mlm-/sop-minilm, paper-mode parameters, EMNLP17 dev/test report (kind gruen)",
 }
 
 
