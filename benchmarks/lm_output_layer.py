@@ -3,6 +3,7 @@
     python benchmarks/lm_output_layer.py --minutes 3                   # Brown + WikiText-2, 16k SentencePiece, 2x512
     python benchmarks/lm_output_layer.py --steps 200 --variants full adaptive
     python benchmarks/lm_output_layer.py --cpu-minutes 5               # budget in process CPU time instead of wall
+    python benchmarks/lm_output_layer.py --cpu-minutes 4 --set hidden_size=256 --set embedding_dim=256   # zoo's 2x256
 
 Data: conf/data/lm_brown_wt2.yaml (Brown + WikiText-2 valid, 2 % held out for validation; needs /work/shared/data or
 $QE_DATA_DIR), tokenizer conf/tokenizer/sp.yaml (16k SentencePiece units, trained once and cached under --cache).
@@ -100,7 +101,7 @@ def run_variant(name: str, args, tok, dm, counts) -> dict:
     from qe.lm.task import LanguageModelModule
 
     torch.manual_seed(args.seed)
-    opts = model_options(name)
+    opts = {**model_options(name), **args.model_overrides}
     module = LanguageModelModule(vocab_size=tok.vocab_size, pad_id=tok.pad_id, **opts)
     module.model.set_output_order(counts)
     model = module.model.train()
@@ -156,7 +157,18 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--log-every", type=int, default=0)
     p.add_argument("--json", default=None)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="model option for every variant, e.g. --set hidden_size=256 --set embedding_dim=256 "
+                        "(the zoo LMs' 2x256 network)")
     args = p.parse_args()
+    import yaml
+
+    args.model_overrides = {}
+    for kv in args.set:
+        key, sep, value = kv.partition("=")
+        if not sep or not key:
+            p.error(f"--set {kv!r}: expected KEY=VALUE")
+        args.model_overrides[key.strip()] = yaml.safe_load(value)
     if not (args.steps or args.minutes or args.cpu_minutes):
         args.steps = 100
     if args.threads:
@@ -171,7 +183,7 @@ def main() -> None:
     cut = effective_cutoffs(adaptive[0].get("adaptive_cutoffs") if adaptive else None, tok.vocab_size)
     info = {"torch": torch.__version__, "threads": torch.get_num_threads(), "vocab": tok.vocab_size,
             "tokenizer": tok.type, "train_sentences": len(dm.data["train"]), "val_sentences": len(dm.data["val"]),
-            "batch_size": args.batch_size, "budget": {"steps": args.steps, "minutes": args.minutes,
+            "batch_size": args.batch_size, "model_overrides": args.model_overrides, "budget": {"steps": args.steps, "minutes": args.minutes,
                                                       "cpu_minutes": args.cpu_minutes},
             "cutoffs": cut, **vocab_order_report(counts, cut)}
     print(json.dumps(info), flush=True)
