@@ -68,9 +68,8 @@ class Recipe:
         return self.status in ("final", "test")
 
 
-# The LM recipe of docs/results.md ("SLOR": 2 x 256 LSTM, tied, Brown + WikiText-2 valid), with the wall-clock stop
-# replaced by a step count: the 85-minute runs there reached 950 (word) / 1,291 (WP) steps at batch 128 on a
-# contended CPU; 1,000 steps is about 2 passes over the 63.4k training sentences.
+# The LMs of docs/results.md ("SLOR": 2 x 256 LSTM, tied, Brown + WikiText-2 valid): 1,000 steps of 128 sentences,
+# about 2 passes over the 63.4k training sentences.
 _LM = ("data=lm_brown_wt2", "trainer=cpu", "model.hidden_size=256", "model.embedding_dim=256", "data.num_workers=0",
        "trainer.max_steps=1000", "trainer.max_epochs=10", "trainer.val_check_interval=250", "seed=42",
        "trainer.enable_progress_bar=false")
@@ -84,9 +83,9 @@ _LM_DOMAIN_GPU = ("trainer=gpu", "model.hidden_size=512", "model.embedding_dim=5
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("slor-word-brown-wt2", ("tokenizer=word", *_LM), _LM_GPU,
-           cpu_budget="about 85-110 min (docs/results.md: 950 steps in 85 min on the contended 2-core CPU)"),
+           cpu_budget="about 95 min (5,687 s measured with 3-5 jobs sharing the 2-core CPU)"),
     Recipe("slor-sp-brown-wt2", ("tokenizer=sp", *_LM), _LM_GPU,
-           cpu_budget="about 65-90 min (docs/results.md: 1,291 steps in 85 min; 16k pieces, cheaper softmax)"),
+           cpu_budget="about 65 min (3,882 s measured with 3-5 jobs sharing the 2-core CPU; 16k pieces, cheaper softmax)"),
     # docs/results.md, Table 3: the reduced protocol (emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, no early
     # stopping), seed 1, all five folds (the run's results.json is the S6 seed-1 row); the export is the model of
     # the first (seed, fold) sub-run, seed 1 fold 0.
