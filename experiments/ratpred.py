@@ -7,6 +7,7 @@
     PYTHONPATH=. python -m experiments.ratpred report --williams <S1 run> <S4 run> ...      # + significance table
     PYTHONPATH=. python -m experiments.ratpred lodo <lodo run>/results.json ... [--in-domain=<cv run>/predictions.jsonl]
     PYTHONPATH=. python -m experiments.ratpred mismatch ratpred-e2e ratpred-emnlp17-s6   # E2E MR vs matched/other refs
+    PYTHONPATH=. python -m experiments.ratpred combine gru=<run> minilm=<run>   # choose / average models on dev
 
 **Baselines** (``baselines``): the constant baseline (per CV fold, the training parts' mean rating, rounded to
 0.5; the paper's constant is 4.5) and the word-overlap metrics, each output against all its references from
@@ -418,14 +419,103 @@ def mismatch_check(models: list[str], version: str = "cleaned", split: str = "de
     return "\n".join(lines)
 
 
+def _load_preds(arg: str, split: str) -> dict:
+    """``DIR`` or ``DIR+DIR...`` (runs of one model over different seeds / folds) -> {(seed, fold, id): row}."""
+    fname = "predictions.jsonl" if split == "test" else "dev_predictions.jsonl"
+    out: dict = {}
+    for d in arg.split("+"):
+        path = Path(d)
+        path = path.parent if path.is_file() else path
+        if not (path / fname).is_file():
+            raise SystemExit(f"{path}: no {fname} (dev predictions are written by runs of this version on; "
+                             "rerun the model into a new directory)")
+        for line in open(path / fname):
+            x = json.loads(line)
+            key = (x["seed"], x["fold"], x["id"])
+            if key in out:
+                raise SystemExit(f"{path / fname}: (seed {x['seed']}, fold {x['fold']}, {x['id']}) twice among {arg}")
+            out[key] = x
+    return out
+
+
+def _scores(models: dict, names: tuple, split: str, seeds: list) -> dict:
+    """Equal-weight mean of the raw outputs of ``names`` (and of ``seeds``) per test (or dev) output, rounded to 0.5
+    and clipped to 1-6 as the runner does, scored once; only outputs every (model, seed) predicted."""
+    from qe.ratpred.model import round_clip
+
+    tabs = [models[n][split] for n in names]
+    keys = [(f, i) for (s, f, i) in tabs[0] if s == seeds[0]]
+    keys = sorted(k for k in keys if all((s, *k) in t for t in tabs for s in seeds))
+    raw = np.array([np.mean([t[(s, *k)]["raw"] for t in tabs for s in seeds]) for k in keys])
+    gold = [tabs[0][(seeds[0], *k)]["gold"] for k in keys]
+    m = correlations(round_clip(raw, 0.5, 1.0, 6.0), gold)
+    return m | {"crit": (m["pearson"] + m["spearman"]) / 2, "n": len(keys)}
+
+
+def combine_table(specs: list[str]) -> str:
+    """Choose or combine RatPred models on **dev**, then report test (``combine NAME=RUN ...``).
+
+    Candidates: every single model and every equal-weight mean of two or more of them (raw outputs averaged per
+    output, then rounded to 0.5 and clipped to 1-6). Each candidate is scored on the pooled dev parts of all folds
+    with the runner's own criterion, (Pearson + Spearman) / 2, and on the pooled test parts; per seed, and as a seed
+    ensemble (the raw outputs of all seeds averaged too). The candidate with the best dev criterion (mean over
+    seeds; for the seed ensembles, of the ensemble) is the selected one: its test row is the result, the others are
+    context. The dev parts also chose each model's best pass, so dev figures are optimistic for every candidate
+    alike."""
+    from itertools import combinations
+
+    models = {}
+    for spec in specs:
+        name, _, arg = spec.partition("=")
+        if not arg:
+            raise SystemExit(f"{spec!r}: give NAME=RUN_DIR (or NAME=DIR+DIR for a run split over processes)")
+        models[name] = {"test": _load_preds(arg, "test"), "dev": _load_preds(arg, "dev")}
+    seeds = sorted(set.intersection(*[{k[0] for k in m["test"]} for m in models.values()]))
+    if not seeds:
+        raise SystemExit("the runs share no seed")
+    names = list(models)
+    cands = [c for k in range(1, len(names) + 1) for c in combinations(names, k)]
+    rows = []
+    for c in cands:
+        per = {s: {sp: _scores(models, c, sp, [s]) for sp in ("dev", "test")} for s in seeds}
+        ens = {sp: _scores(models, c, sp, seeds) for sp in ("dev", "test")} if len(seeds) > 1 else None
+        rows.append((c, per, ens))
+    best = max(range(len(rows)), key=lambda j: np.mean([rows[j][1][s]["dev"]["crit"] for s in seeds]))
+    best_ens = max(range(len(rows)), key=lambda j: rows[j][2]["dev"]["crit"]) if len(seeds) > 1 else None
+    lines = [f"seeds {seeds}; candidates chosen on dev by (Pearson + Spearman) / 2 of rounded predictions", "",
+             "| candidate | seeds | dev crit | dev r | test r | test ρ | MAE | RMSE | n test |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for j, (c, per, ens) in enumerate(rows):
+        label = " + ".join(c) if len(c) > 1 else c[0]
+        mark = " **(dev-selected)**" if j == best else ""
+        dev_c = np.mean([per[s]["dev"]["crit"] for s in seeds])
+        dev_r = np.mean([per[s]["dev"]["pearson"] for s in seeds])
+        t = {k: np.mean([per[s]["test"][k] for s in seeds]) for k in ("pearson", "spearman", "mae", "rmse")}
+        lines.append(f"| {label}{mark} | {'mean of ' if len(seeds) > 1 else ''}{','.join(map(str, seeds))} | "
+                     f"{dev_c:.3f} | {dev_r:.3f} | {t['pearson']:.3f} | {t['spearman']:.3f} | {t['mae']:.3f} | "
+                     f"{t['rmse']:.3f} | {per[seeds[0]]['test']['n']} |")
+    if best_ens is not None:
+        for j, (c, per, ens) in enumerate(rows):
+            label = (" + ".join(c) if len(c) > 1 else c[0]) + " (seed ensemble)"
+            mark = " **(dev-selected)**" if j == best_ens else ""
+            d, t = ens["dev"], ens["test"]
+            lines.append(f"| {label}{mark} | {','.join(map(str, seeds))} averaged | {d['crit']:.3f} | "
+                         f"{d['pearson']:.3f} | {t['pearson']:.3f} | {t['spearman']:.3f} | {t['mae']:.3f} | "
+                         f"{t['rmse']:.3f} | {t['n']} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m experiments.ratpred", description="RatPred Table 3 / 4 rows "
                                  "(see the module docstring)")
-    ap.add_argument("command", choices=["baselines", "report", "lodo", "mismatch"])
+    ap.add_argument("command", choices=["baselines", "report", "lodo", "mismatch", "combine"])
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
     a = ap.parse_args(argv)
     if a.command == "mismatch":
         print(mismatch_check(a.args))
+        return None
+    if a.command == "combine":
+        print(combine_table(a.args))
         return None
     if a.command == "lodo":
         ind = [x.split("=", 1)[1] for x in a.args if x.startswith("--in-domain=")]

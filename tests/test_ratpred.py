@@ -345,6 +345,14 @@ def test_hydra_runner_tiny(tmp_path, capsys):
             assert any(r.get("val/corr") for r in rows) and any(r.get("train/mse") for r in rows)
             assert (run / "runs" / f"seed1_fold{fold}" / stage / "checkpoints" / "last.ckpt").is_file()
     preds = (run / "predictions.jsonl").read_text()
+    # dev predictions (for choosing / combining models on dev): every fold's dev part, disjoint from its test part
+    dev = [json.loads(x) for x in (run / "dev_predictions.jsonl").read_text().splitlines()]
+    test = [json.loads(x) for x in preds.splitlines()]
+    for fold in (0, 1):
+        dev_ids = {x["id"] for x in dev if x["fold"] == fold}
+        assert dev_ids and not dev_ids & {x["id"] for x in test if x["fold"] == fold}
+        assert len(dev_ids) == res["runs"][fold]["dev"]
+    assert {tuple(sorted(x)) for x in dev} == {("fold", "gold", "id", "pred", "raw", "seed")}
 
     # interrupt fold 1 inside its original-data stage: its results and the stage's end marker are gone
     sub = run / "runs" / "seed1_fold1"
@@ -436,6 +444,39 @@ def test_report_folds_filter(tmp_path, capsys):
     assert "S1 (folds [0, 1], seeds [1]) | 1.000 |" not in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no test predictions for folds"):
         report.report_main(["--folds=4", str(tmp_path / "results.json")])
+
+
+def test_combine_selects_on_dev_not_test(tmp_path):
+    """combine: candidates are chosen by their dev criterion; a model that is perfect on test but poor on dev is
+    reported, not selected; the mean of two models averages raw outputs before rounding."""
+    import json
+
+    from experiments import ratpred as report
+
+    gold_dev, gold_test = [1.0, 2.0, 4.0, 6.0], [2.0, 3.0, 5.0, 6.0]
+    raws = {  # model -> (dev raw, test raw)
+        "a": ([1.0, 2.0, 4.0, 6.0], [6.0, 2.0, 2.0, 3.0]),   # perfect on dev, poor on test
+        "b": ([6.0, 1.0, 2.0, 2.5], [2.0, 3.0, 5.0, 6.0]),   # poor on dev, perfect on test
+    }
+    for name, (dev, test) in raws.items():
+        d = tmp_path / name
+        d.mkdir()
+        for fname, raw, gold in (("dev_predictions.jsonl", dev, gold_dev), ("predictions.jsonl", test, gold_test)):
+            rows = [{"seed": 1, "fold": 0, "id": f"{fname[0]}{i}", "pred": r, "raw": r, "gold": g}
+                    for i, (r, g) in enumerate(zip(raw, gold))]
+            (d / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = report.combine_table([f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}"])
+    rows = {line.split(" |")[0].lstrip("| "): line for line in out.splitlines() if line.startswith("| a") or line.startswith("| b")}
+    assert set(rows) == {"a **(dev-selected)**", "b", "a + b"}
+    assert rows["a **(dev-selected)**"].split(" | ")[2:5] == ["1.000", "1.000", "-0.579"]
+    assert rows["b"].split(" | ")[4] == "1.000"  # b's test Pearson is perfect, but b is not selected
+    # a + b on test: raw means 4.0, 2.5, 3.5, 4.5 (already on the 0.5 grid) against gold 2, 3, 5, 6
+    assert rows["a + b"].split(" | ")[4] == f"{np.corrcoef([4.0, 2.5, 3.5, 4.5], gold_test)[0, 1]:.3f}"
+    with pytest.raises(SystemExit, match="dev_predictions.jsonl"):
+        (tmp_path / "a" / "dev_predictions.jsonl").unlink()
+        report.combine_table([f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}"])
+    with pytest.raises(SystemExit, match="NAME=RUN_DIR"):
+        report.combine_table([str(tmp_path / "b")])
 
 
 def test_report_seed_ensemble(tmp_path, capsys):

@@ -6,8 +6,10 @@ vocabulary from it, train - with synthetic data first ``passes_synth`` passes ov
 ``passes_orig`` passes over the original data, starting from the best stage-1 parameters; each stage keeps the
 parameters with its best dev (Pearson + Spearman) / 2 (:class:`KeepBest`) - and predict the test part. Per
 seed, the test predictions of all folds are pooled (cross-validation over the whole dataset) and scored
-(Pearson, Spearman, MAE, RMSE); the table reports the mean over seeds. ``results.json`` and
-``predictions.jsonl`` go to the run directory; the model of the first (seed, fold) is exported (kind ``qe_gru``).
+(Pearson, Spearman, MAE, RMSE); the table reports the mean over seeds. ``results.json``, ``predictions.jsonl``
+(test parts) and ``dev_predictions.jsonl`` (dev parts, for choosing or combining models on dev:
+``python -m experiments.ratpred combine``) go to the run directory; the model of the first (seed, fold) is
+exported (kind ``qe_gru``).
 
 Sub-runs. Every (seed, fold) lives in ``<run dir>/runs/seed{S}_fold{F}/``; each of its stages (``synth_all``,
 ``original``) is fitted by :func:`qe.training.fit` with that stage directory as its run directory, so the
@@ -489,7 +491,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         log.warning("protocol.target_data is set but the synthetic sources %s do not include target_refs: unused",
                     list(sources))
     seeds = list(proto["seeds"])
-    per_seed, per_seed_raw, runs, preds_rows = [], [], [], []
+    per_seed, per_seed_raw, runs, preds_rows, dev_rows = [], [], [], [], []
     first_dir = None
     for seed in seeds:
         all_pred, all_raw, all_gold = [], [], []
@@ -510,11 +512,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             if fold in labels:
                 run_info["label"] = labels[fold]
             runs.append(run_info)
+            if (sub / "dev_predictions.jsonl").is_file():  # absent in sub-runs finished before it was written
+                dev_rows.extend(json.loads(x) for x in open(sub / "dev_predictions.jsonl"))
             all_pred.extend(r["pred"] for r in rows)
             all_raw.extend(r["raw"] for r in rows)
             all_gold.extend(r["gold"] for r in rows)
             preds_rows.extend(rows)
             _write_jsonl(out_dir / "predictions.jsonl", preds_rows)  # after every fold: an interrupted run keeps them
+            _write_jsonl(out_dir / "dev_predictions.jsonl", dev_rows)
             (out_dir / "results.json").write_text(json.dumps(
                 {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "partial": True,
                  "runs": runs}, indent=1, default=str))
@@ -594,6 +599,11 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
     run_info = {"seed": seed, "fold": fold, "counts": counts, "test": m, "test_raw": m_raw, "dev": len(dev), **info}
     rows = [{"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y), "gold": i.rating}
             for i, x, y in zip(test_i, p, raw)]
+    # the dev part's predictions too: combining or choosing models afterwards (experiments.ratpred combine) must be
+    # decided on dev, never on the test figures
+    dev_raw = predict(module, vocab, dev_i, delex, rounded=False)
+    dev_rows = [{"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y), "gold": i.rating}
+                for i, x, y in zip(dev_i, round_clip(dev_raw, c["round_to"], c["clip_lo"], c["clip_hi"]), dev_raw)]
     log_metrics(cfg, {f"test/{k}": v for k, v in m.items()} | {f"test_raw/{k}": v for k, v in m_raw.items()},
                 run_dir=sub, hparams=False)
     if export:
@@ -602,6 +612,7 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
                       data={"name": str(d.dataset), "records": n_records, "train_instances": info["train_total"]},
                       metrics={f"test/{k}": v for k, v in m.items()} | {"val/corr": info["best_dev_corr"]})
     _write_jsonl(sub / "predictions.jsonl", rows)
+    _write_jsonl(sub / "dev_predictions.jsonl", dev_rows)
     (sub / "result.json").write_text(json.dumps(run_info, indent=1, default=str))  # last: marks the sub-run done
     if not proto.get("keep_checkpoints", False):
         for stage_dir in STAGE_DIRS.values():
