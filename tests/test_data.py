@@ -162,3 +162,22 @@ def test_domain_corpus_sources():
     assert len(load_source({"name": "e2e", "version": "cleaned", "split": "dev"})) == 4299
     with pytest.raises(ValueError, match="domain='bar'"):
         load_source({"name": "sfx", "domain": "bar"})
+
+
+@needs_data
+def test_mixed_lm_corpus_is_general_plus_domain_text():
+    """conf/data/lm_mixed.yaml (the slor-*-mixed zoo LMs): exactly the Brown + WikiText-2 training text followed by the
+    domain text of conf/data/lm_domain.yaml; the test split stays WikiText-2 test; no rated EMNLP17 / E2E test text."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from qe.data.corpora import load_corpus
+
+    conf = Path(__file__).resolve().parents[1] / "conf" / "data"
+    mixed, general, domain = (OmegaConf.to_container(OmegaConf.load(conf / f"{n}.yaml"))
+                              for n in ("lm_mixed", "lm_brown_wt2", "lm_domain"))
+    assert mixed["train"] == general["train"] + domain["train"] and mixed["test"] == general["test"]
+    assert not any(s.get("split") == "test" or s["name"] == "bagel" for s in mixed["train"])
+    n_general, n_domain = len(load_corpus(general["train"])), len(load_corpus(domain["train"]))
+    assert len(load_corpus(mixed["train"])) == n_general + n_domain and 0.1 < n_domain / n_general < 0.2
