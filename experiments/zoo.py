@@ -18,8 +18,9 @@ the build command after an interruption continues from the run's ``last.ckpt`` (
 and resumes the interrupted stage). The finished export is moved to ``<models>/<name>/`` with one rename, and the
 build directory is removed (``--keep-build`` keeps it). ``<models>/.zoo/<name>.json`` records the recipe, the
 schedule and the checksum (``verify`` compares against it); ``<models>/.zoo/<name>/`` keeps the run's
-``results.json``, ``predictions.jsonl`` (RatPred: the cross-validated test predictions), ``gruen_report.json`` (GRUEN) and
-``train.log``.
+``results.json``, ``predictions.jsonl`` and ``dev_predictions.jsonl`` (RatPred: the cross-validated test and dev
+predictions), ``gruen_report.json`` (GRUEN), ``train.log`` and the CSV logger's ``csv/version_0/metrics.csv`` (the
+learning curve).
 
 Resume equality: a build interrupted at the end of an epoch and resumed gives the same checksum as an uninterrupted
 one (tests/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
@@ -272,7 +273,7 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
     for f in RUN_FILES:
         src = build_dir / "run" / f
         if src.is_file():
-            kept.mkdir(parents=True, exist_ok=True)
+            (kept / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, kept / f)
     if not keep_build:
         shutil.rmtree(build_dir, ignore_errors=True)
@@ -281,7 +282,9 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
 
 
 #: files of a build's run directory copied to ``<models>/.zoo/<name>/`` before the build directory is removed
-RUN_FILES = ("results.json", "predictions.jsonl", "gruen_report.json", "train.log")
+#: (the CSV logger's per-validation metrics too: the learning curve of a zoo LM outlives its build)
+RUN_FILES = ("results.json", "predictions.jsonl", "dev_predictions.jsonl", "gruen_report.json", "train.log",
+             "csv/version_0/metrics.csv", "csv/version_0/hparams.yaml")
 
 
 def verify(names: list[str], models_dir: str | Path | None = None) -> int:

@@ -772,6 +772,12 @@ def test_sentence_vector_disk_cache(tmp_path, monkeypatch):
     assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 5
     a.cache_file.write_bytes(b"not an npz")
     assert len(SentenceVectors("minilm", cache_dir=tmp_path)) == 0
+    # max_cached (the scorer's bound): the oldest texts leave memory after a call; a call larger than the bound
+    # still returns every vector; a dropped text is encoded again, to the same vector
+    d = SentenceVectors("minilm", max_cached=2)
+    assert np.allclose(d(texts), va, atol=1e-6) and list(d._cache) == sorted(texts)[1:]  # encoded in sorted order
+    assert not d([""]).any() and list(d._cache) == [texts[1], ""]
+    assert np.allclose(d(texts[:1]), va[:1], atol=1e-6) and list(d._cache) == ["", texts[0]]
 
 
 def test_runner_sentence_encoder_uses_disk_cache(tmp_path):

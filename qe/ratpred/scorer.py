@@ -33,6 +33,8 @@ from qe.ratpred.mr_formats import MR_FORMATS
 
 #: padded (MR + output) tokens per forward pass
 BUDGET = {"gpu": 200_000, "cpu": 20_000}
+#: sentence-encoder exports: at most this many texts' vectors stay in memory between batches
+SENTENCE_MEMORY = 50_000
 
 
 class RatPredScorer(Scorer):
@@ -62,7 +64,8 @@ class RatPredScorer(Scorer):
             if not name:
                 raise ValueError(f"{self.export_dir}: model.encoder={net.encoder!r} but the manifest names no "
                                  "sentence_model")
-            self.sent = SentenceVectors(str(name), device=str(self.device))
+            # bounded memory for long scoring runs: 50k texts' vectors (~75 MB at 384-d); MRs repeat, outputs rarely
+            self.sent = SentenceVectors(str(name), device=str(self.device), max_cached=SENTENCE_MEMORY)
             want = int(cfg["model"].get("sent_dim", 0))
             if self.sent.dim != want:
                 raise ValueError(f"{self.export_dir}: sentence model {name!r} gives {self.sent.dim}-d vectors, "

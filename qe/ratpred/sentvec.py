@@ -54,7 +54,11 @@ def _write_cache(path: Path, cache: dict[str, np.ndarray]) -> None:
 
 
 class SentenceVectors:
-    def __init__(self, model: str = "minilm", device: str | None = None, cache_dir: str | Path | None = None):
+    def __init__(self, model: str = "minilm", device: str | None = None, cache_dir: str | Path | None = None,
+                 max_cached: int | None = None):
+        """``max_cached``: keep at most this many texts' vectors in memory (the oldest are dropped after each call;
+        None: keep all, as training does, where every synthetic output is reused in every pass). The scorer sets it,
+        so scoring a long stream of outputs does not grow without bound."""
         import transformers
 
         from qe.discourse.encoder import ContextualEncoder
@@ -63,6 +67,7 @@ class SentenceVectors:
         self.encoder = ContextualEncoder(self.model_name, device=device)
         self.dim = int(self.encoder.dim)
         self._cache: dict[str, np.ndarray] = {}
+        self.max_cached = None if max_cached is None else max(1, int(max_cached))
         self.cache_file = None
         if cache_dir:
             key = hashlib.sha1(f"{self.model_name}|{transformers.__version__}|{POOLING}".encode()).hexdigest()[:10]
@@ -118,7 +123,11 @@ class SentenceVectors:
                 self._save()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        out = np.stack([self._cache[t] for t in texts])
+        if self.max_cached is not None and len(self._cache) > self.max_cached:
+            for t in list(self._cache)[:len(self._cache) - self.max_cached]:  # insertion order: the oldest first
+                del self._cache[t]
+        return out
 
     def _save(self) -> None:
         """Merge with what other processes wrote meanwhile, then replace the file atomically."""
