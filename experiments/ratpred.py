@@ -440,16 +440,14 @@ def _load_preds(arg: str, split: str) -> dict:
 
 def _scores(models: dict, names: tuple, split: str, seeds: list) -> dict:
     """Equal-weight mean of the raw outputs of ``names`` (and of ``seeds``) per test (or dev) output, rounded to 0.5
-    and clipped to 1-6 as the runner does, scored once; only outputs every (model, seed) predicted."""
-    from qe.ratpred.model import round_clip
+    and clipped to 1-6 as the runner does, scored once; only outputs every (model, seed) predicted. The same rule as
+    an ``ensemble`` export of the models (:func:`qe.ensemble.task.combine_predictions`)."""
+    from qe.ensemble.task import combine_predictions
 
-    tabs = [models[n][split] for n in names]
-    keys = [(f, i) for (s, f, i) in tabs[0] if s == seeds[0]]
-    keys = sorted(k for k in keys if all((s, *k) in t for t in tabs for s in seeds))
-    raw = np.array([np.mean([t[(s, *k)]["raw"] for t in tabs for s in seeds]) for k in keys])
-    gold = [tabs[0][(seeds[0], *k)]["gold"] for k in keys]
-    m = correlations(round_clip(raw, 0.5, 1.0, 6.0), gold)
-    return m | {"crit": (m["pearson"] + m["spearman"]) / 2, "n": len(keys)}
+    pred, gold, n = combine_predictions([models[x][split] for x in names], [1.0] * len(names), seeds,
+                                        {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0})
+    m = correlations(pred, gold)
+    return m | {"crit": (m["pearson"] + m["spearman"]) / 2, "n": n}
 
 
 def combine_table(specs: list[str]) -> str:

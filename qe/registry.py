@@ -132,6 +132,7 @@ EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
     "sop": "qe.gruen.scorer:sop_from_export",
     "gruen": "qe.gruen.scorer:gruen_from_export",
     "svr": "qe.refmetrics.svr:from_export",
+    "ensemble": "qe.ensemble.scorer:from_export",
 }
 
 
@@ -145,6 +146,7 @@ EXPORT_FILES: dict[str, tuple[str, ...]] = {
     "sop": ("hf/config.json",),
     "gruen": ("README.txt",),
     "svr": ("svr.safetensors",),
+    "ensemble": ("ensemble.json",),
 }
 
 

@@ -98,6 +98,7 @@ TINY = {
     "svr": ["task.features=[rouge-l-mult,bleu-4]", "task.split.train=40", "task.split.dev=40", "task.progress=false"],
     "cola": HF_TINY, "mlm": HF_TINY, "sop": HF_TINY,
     "gruen_tune": ["gruen.dataset=sample", "gruen.max_records=20", "gruen.progress=false", "gruen.device=cpu"],
+    "ensemble": [],  # members: two tiny LM exports (_tiny_overrides)
 }
 #: tasks that read ../shared/data even when tiny (CoLA, Brown + WikiText-2)
 NEEDS_DATA = {"cola", "mlm", "sop"}
@@ -125,6 +126,11 @@ def _tiny_overrides(task: str, tmp_path, tiny_hf) -> list[str]:
     if task == "gruen_tune":
         extra += [f"gruen.models.acceptability={tiny_hf['cola_export']}", f"gruen.models.mlm={tiny_hf['mlm_export']}",
                   f"gruen.models.sop={tiny_hf['sop_export']}", f"gruen.cache_dir={tmp_path}/cache"]
+    if task == "ensemble":
+        from conftest import make_lm_export
+
+        corpus = ["the cat sat on the mat .", "a dog sat on the log ."] * 4
+        extra += [f"+ensemble.members.m{i}={make_lm_export(tmp_path / f'm{i}', corpus, seed=i)[0]}" for i in (1, 2)]
     return extra + ["trainer=cpu"]
 
 

@@ -1,0 +1,105 @@
+"""``ensemble`` exports: the member exports copied into ``members/<name>/`` and ``ensemble.json``.
+
+``ensemble.json``::
+
+    {"members": [{"name": "gru", "path": "members/gru", "kind": "qe_gru", "checksum": "...", "weight": 0.5,
+                  "options": {"rounded": false}}, ...],
+     "predict": {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0}}      # or null: the plain weighted mean
+
+Members are copied (their own manifests included), so an ensemble export is self-contained and can be moved; each
+member is verified against its own manifest when the ensemble loads, and its checksum is also kept in
+``ensemble.json`` (so the ensemble's checksum changes when a member's files do). Only safetensors / JSON files are
+read, as for every export.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from qe.errors import ExportError
+from qe.export import export_writer, read_manifest
+
+KIND = "ensemble"
+SPEC = "ensemble.json"
+MEMBERS_DIR = "members"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def check_weights(names: list[str], weights: dict[str, float] | None) -> dict[str, float]:
+    """``{name: weight}`` normalised to sum 1 (None: equal weights); a missing, unknown, negative or non-finite
+    weight, or an all-zero set, is refused naming it."""
+    if not weights:
+        return {n: 1.0 / len(names) for n in names}
+    unknown = sorted(set(weights) - set(names))
+    missing = [n for n in names if n not in weights]
+    if unknown or missing:
+        raise ValueError(f"ensemble weights: {'unknown member(s) ' + ', '.join(unknown) if unknown else ''}"
+                         f"{'; ' if unknown and missing else ''}{'no weight for ' + ', '.join(missing) if missing else ''}"
+                         f" (members: {', '.join(names)})")
+    w = {}
+    for n in names:
+        try:
+            v = float(weights[n])
+        except (TypeError, ValueError):
+            raise ValueError(f"ensemble weights: {n}={weights[n]!r} is not a number") from None
+        if not math.isfinite(v) or v < 0:
+            raise ValueError(f"ensemble weights: {n}={v} (a weight is a finite number >= 0)")
+        w[n] = v
+    total = sum(w.values())
+    if total <= 0:
+        raise ValueError("ensemble weights: they sum to 0")
+    return {n: v / total for n, v in w.items()}
+
+
+def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, weights: dict[str, float] | None = None,
+                         predict: dict[str, Any] | None = None, options: dict[str, dict[str, Any]] | None = None,
+                         config: dict[str, Any] | None = None, data: dict[str, Any] | None = None,
+                         metrics: dict[str, Any] | None = None) -> Path:
+    """Write an ``ensemble`` export of ``members`` ({name: export dir}) to ``dest`` (atomically)."""
+    if len(members) < 2:
+        raise ValueError(f"an ensemble needs two or more members, got {len(members)}")
+    names = list(members)
+    for n in names:
+        if not _NAME.match(n):
+            raise ValueError(f"ensemble member name {n!r}: use letters, digits, '_', '.', '-'")
+    w = check_weights(names, weights)
+    rows = []
+    manifests = {n: read_manifest(Path(p)) for n, p in members.items()}
+    with export_writer(dest, kind=KIND, config=config or {}, data=data, metrics=metrics) as tmp:
+        for n in names:
+            src = Path(members[n])
+            shutil.copytree(src, tmp / MEMBERS_DIR / n, ignore=shutil.ignore_patterns(".*"))
+            m = manifests[n]
+            rows.append({"name": n, "path": f"{MEMBERS_DIR}/{n}", "kind": m["kind"], "checksum": m.get("checksum"),
+                         "weight": w[n], "options": dict((options or {}).get(n, {}))})
+        (tmp / SPEC).write_text(json.dumps({"members": rows, "predict": predict}, indent=2) + "\n", encoding="utf-8")
+    return Path(dest).resolve()
+
+
+def read_spec(export_dir: str | Path) -> dict[str, Any]:
+    """``ensemble.json`` of an export, checked: every member folder is there with the kind and checksum recorded."""
+    d = Path(export_dir)
+    try:
+        spec = json.loads((d / SPEC).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{d / SPEC}: cannot read the ensemble spec ({exc})") from None
+    rows = spec.get("members")
+    if not isinstance(rows, list) or len(rows) < 2:
+        raise ExportError(f"{d / SPEC}: 'members' must list two or more members")
+    for i, r in enumerate(rows):
+        for key in ("name", "path", "kind", "weight"):
+            if key not in r:
+                raise ExportError(f"{d / SPEC}: members[{i}] has no {key!r}")
+        p = (d / r["path"]).resolve()
+        if d.resolve() not in p.parents:
+            raise ExportError(f"{d / SPEC}: members[{i}] path {r['path']!r} points outside the export")
+        m = read_manifest(p, expected_kind=r["kind"])
+        if r.get("checksum") and m.get("checksum") != r["checksum"]:
+            raise ExportError(f"{p}: member {r['name']!r} has checksum {str(m.get('checksum'))[:12]}, the ensemble "
+                              f"was built with {str(r['checksum'])[:12]} (was a member replaced?)")
+    check_weights([r["name"] for r in rows], {r["name"]: r["weight"] for r in rows})
+    return spec
