@@ -98,6 +98,17 @@ def _finite(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+def main_component(scorer, comps: dict[str, list[float]]) -> str:
+    """The component that is the scorer's own score (``scorer.main_component``, else the one named like the scorer,
+    else the first)."""
+    key = getattr(scorer, "main_component", None)
+    if key is not None:
+        if key not in comps:
+            raise RuntimeError(f"{scorer.name}: main_component {key!r} is not among its components {list(comps)}")
+        return key
+    return scorer.name if scorer.name in comps else next(iter(comps))
+
+
 def _rows(records, scores: list[float], components: dict[str, list[float]] | None) -> Iterable[dict]:
     for i, r in enumerate(records):
         row = r.to_dict()
@@ -132,7 +143,7 @@ def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argp
         outputs = [r.output for r in recs]
         if args.components:
             comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)
-            main = comps.get(scorer.name) or next(iter(comps.values()))
+            main = comps[main_component(scorer, comps)]
             rows = list(_rows(recs, main, comps))
         else:
             scores = scorer.score(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)

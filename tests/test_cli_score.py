@@ -91,6 +91,40 @@ def test_resume_scores_only_what_is_missing(tmp_path):
     assert [g["score"] for g in got] == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
+class MainLastScorer(Scorer):
+    """A composite whose own score is its last component and is named unlike the scorer (as ROUGE-LM, ensembles)."""
+
+    name = "main-last"
+    main_component = "total"
+
+    def _score(self, outputs, **kw):
+        return [2.0 * len(o) for o in outputs]
+
+    def _score_components(self, outputs, **kw):
+        return {"part": [float(len(o)) for o in outputs], "total": self.score(outputs, progress=False)}
+
+
+def test_components_main_score_is_the_scorers_own(tmp_path, tiny_lm_export):
+    from qe.cli import main_component
+
+    if "test-main-last" not in SCORERS:
+        register_scorer("test-main-last")(MainLastScorer)
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _records(inp, n=3)
+    assert main(["score", "-m", "test-main-last", "-i", str(inp), "-o", str(out), "--components", "-q"]) == 0
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert all(g["score"] == g["components"]["total"] != g["components"]["part"] for g in got)
+    with pytest.raises(RuntimeError, match="not among its components"):
+        main_component(MainLastScorer(), {"part": [1.0]})
+    # ROUGE-LM: its score is z(ROUGE) + z(WPSLOR), not its first component (once the written "score")
+    out2 = tmp_path / "rlm.jsonl"
+    assert main(["score", "-m", "rouge-lm", "--opt", f"lm={tiny_lm_export}", "-i", str(inp), "-o", str(out2),
+                 "--components", "-q"]) == 0
+    got = [json.loads(x) for x in out2.read_text().splitlines()]
+    assert all(g["score"] == g["components"]["rouge_lm"] for g in got)
+    assert any(g["score"] != g["components"]["rouge"] for g in got)
+
+
 def test_components(tmp_path):
     inp = tmp_path / "in.jsonl"
     _records(inp, 2)

@@ -129,6 +129,17 @@ def test_ensemble_export_is_self_contained_and_checked(two_runs, tmp_path):
     rb = np.asarray(qe.load(b["export"]).score(outs, mrs=mrs, progress=False))
     # predict=None and no options: the members score as they load by default (rounded), the mean is weighted 3:1
     assert np.allclose(qe.load(moved).score(outs, mrs=mrs, progress=False), 0.75 * ra + 0.25 * rb)
+    # qe score --components: the record's score is the ensemble's, beside every member's
+    from qe.cli import main as qe_main
+    from qe.data.record import save_records
+
+    save_records(recs, tmp_path / "in.jsonl")
+    assert qe_main(["score", "-m", str(moved), "-i", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                    "--components", "-q"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [r.id for r in recs]
+    assert all(r["score"] == r["components"]["ensemble"] for r in rows) and set(rows[0]["components"]) == {"a", "b", "ensemble"}
+    assert np.allclose([r["score"] for r in rows], 0.75 * ra + 0.25 * rb)
     # a bad MR names the record through the member
     with pytest.raises(RecordError, match="rec-x"):
         qe.load(moved).score(["a", "b"], mrs=[mrs[0], "broken"], ids=["rec-0", "rec-x"], progress=False)

@@ -34,6 +34,9 @@ class Scorer(abc.ABC):
     corpus_dependent: bool = False
     #: True when ``score(..., ids=[record ids])`` is accepted, so errors about one input name its record
     accepts_ids: bool = False
+    #: the key of :meth:`score_components` whose values :meth:`score` returns (None: the component named like the
+    #: scorer, else the first); ``qe score --components`` writes it as the record's ``score``
+    main_component: str | None = None
 
     def score(
         self,

@@ -315,6 +315,7 @@ class DiscoScoreScorer(DiscourseScorer):
             DSSentScorer("nn", False, engine=s), DSSentScorer("entity", False, sent_threshold, engine=s),
             DSSentScorer("nn", True, engine=s), DSSentScorer("entity", True, sent_threshold, engine=s),
         ]
+        self.main_component = self.variants[0].name  # score() is DS-Focus (NN)
 
     def _options(self) -> str:
         sent = f"|sent_enc:{self.sent_engine.model}" if self.sent_engine is not self.engine else ""

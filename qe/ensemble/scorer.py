@@ -20,6 +20,8 @@ from qe.ensemble.format import read_spec
 class EnsembleScorer(Scorer):
     """Weighted mean of member scorers (built from an export, or directly from scorers and weights)."""
 
+    main_component = "ensemble"
+
     def __init__(self, members: dict[str, Scorer], weights: dict[str, float], predict: dict[str, Any] | None = None,
                  checksum: str = ""):
         from qe.ensemble.format import check_weights

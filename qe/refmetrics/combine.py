@@ -53,6 +53,7 @@ def _lm_scorer(lm: Any, lm_score: str, **opts):
 
 class RougeLM(Scorer):
     requires_refs = True
+    main_component = "rouge_lm"
 
     def __init__(self, lm: Any = None, lm_score: str = "slor", rouge: str = "rouge-l-mult",
                  stats: dict | str | Path | None = None, device: str | None = None, **rouge_options: Any):
