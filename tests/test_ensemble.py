@@ -84,6 +84,7 @@ def test_ensemble_task_export_scorer_and_cv_agree(two_runs, tmp_path):
     want = correlations(got, [r["gold"] for r in rows_a])
     assert test["pearson"] == pytest.approx(want["pearson"], abs=1e-6)
     assert man["metrics"]["cv/seed1/test/pearson"] == pytest.approx(test["pearson"])
+    assert res["cv"]["members"] == res["cv"]["seed1"]  # one seed each: the members' figure is seed 1's
 
 
 def test_ensemble_cv_figures_match_combine(tmp_path):
@@ -106,6 +107,15 @@ def test_ensemble_cv_figures_match_combine(tmp_path):
     cells = row.split(" | ")
     assert cells[3] == f"{cv['seed1']['dev']['pearson']:.3f}" and cells[4] == f"{cv['seed1']['test']['pearson']:.3f}"
     assert cv["seed1"]["test"]["n"] == 30
+    # members trained with different seeds (c = b's predictions as seed 2): no common seed, the members' figure
+    # combines each run's own seed - here exactly a + b of seed 1
+    (tmp_path / "c").mkdir()
+    for fname in ("dev_predictions.jsonl", "predictions.jsonl"):
+        rows = [json.loads(x) | {"seed": 2} for x in (tmp_path / "b" / fname).read_text().splitlines()]
+        (tmp_path / "c" / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cv_ac = cv_figures({"a": str(tmp_path / "a"), "c": str(tmp_path / "c")}, {"a": 0.5, "c": 0.5},
+                       {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0})
+    assert set(cv_ac) == {"members"} and cv_ac["members"] == cv["seed1"] == cv["members"]
     # weights move the figure (b alone == weight 0 for a)
     only_b = cv_figures({"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}, {"a": 0.0, "b": 1.0}, None)
     rows_b = [json.loads(x) for x in (tmp_path / "b" / "predictions.jsonl").read_text().splitlines()]

@@ -78,24 +78,39 @@ def read_run_predictions(run_dir: str | Path, split: str) -> dict[tuple, dict]:
     return out
 
 
-def combine_predictions(tables: list[dict[tuple, dict]], weights: list[float], seeds: list,
+def _collapse(table: dict[tuple, dict], seeds: list | None) -> dict[tuple, tuple[float, float]]:
+    """``{(fold, id): (raw averaged over seeds, gold)}`` for the keys predicted by every one of ``seeds`` (None: every
+    seed of the table)."""
+    want = sorted({k[0] for k in table}) if seeds is None else list(seeds)
+    by_key: dict[tuple, dict] = {}
+    for (s, f, i), row in table.items():
+        if s in want:
+            by_key.setdefault((f, i), {})[s] = row
+    return {k: (float(np.mean([v[s]["raw"] for s in want])), v[want[0]]["gold"])
+            for k, v in by_key.items() if len(v) == len(want)}
+
+
+def combine_predictions(tables: list[dict[tuple, dict]], weights: list[float], seeds: list | None,
                         rule: dict | None) -> tuple[np.ndarray, list[float], int]:
-    """(combined predictions, gold ratings, n) over the (fold, id) keys every table predicted for every seed:
-    per key the weighted mean over tables of the tables' raw outputs averaged over ``seeds``, then ``rule``."""
+    """(combined predictions, gold ratings, n) over the (fold, id) keys every table predicted: per key the weighted
+    mean over tables of the tables' raw outputs averaged over ``seeds`` (None: each table over all its own seeds,
+    e.g. members trained with different seeds), then ``rule``."""
     from qe.ratpred.model import round_clip
 
-    keys = sorted({(f, i) for (s, f, i) in tables[0] if s == seeds[0]}, key=lambda k: (k[0], str(k[1])))
-    keys = [k for k in keys if all((s, *k) in t for t in tables for s in seeds)]
+    cols = [_collapse(t, seeds) for t in tables]
+    keys = sorted(set.intersection(*[set(c) for c in cols]), key=lambda k: (k[0], str(k[1])))
     w = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
-    raw = np.array([sum(wj * np.mean([t[(s, *k)]["raw"] for s in seeds]) for wj, t in zip(w, tables)) for k in keys])
-    gold = [tables[0][(seeds[0], *k)]["gold"] for k in keys]
+    raw = np.array([sum(wj * c[k][0] for wj, c in zip(w, cols)) for k in keys])
+    gold = [cols[0][k][1] for k in keys]
     if rule:
         raw = round_clip(raw, rule.get("round_to"), rule.get("clip_lo"), rule.get("clip_hi"))
     return raw, gold, len(keys)
 
 
 def cv_figures(runs: dict[str, str], weights: dict[str, float], rule: dict | None) -> dict[str, Any]:
-    """The combination's correlations on the members' cross-validated predictions, per seed and split."""
+    """The combination's correlations on the members' cross-validated predictions, pooled over folds: ``members``
+    combines every run over all its own seeds (what the export does when each member is one seed's model), and
+    ``seed<N>`` the runs' sub-runs of seed N, for every seed all runs share."""
     from qe.ratpred.model import correlations
 
     names = list(runs)
@@ -103,12 +118,11 @@ def cv_figures(runs: dict[str, str], weights: dict[str, float], rule: dict | Non
     for split in ("dev", "test"):
         tables = [read_run_predictions(runs[n], split) for n in names]
         seeds = sorted(set.intersection(*[{k[0] for k in t} for t in tables]))
-        if not seeds:
-            raise ValueError(f"ensemble.cv_runs: the runs share no seed ({split})")
-        for s in seeds:
-            pred, gold, n = combine_predictions(tables, [weights[x] for x in names], [s], rule)
-            m = correlations(pred, gold)
-            out[f"seed{s}"] = {**out.get(f"seed{s}", {}), split: {**m, "n": n}}
+        for label, sd in [("members", None)] + [(f"seed{s}", [s]) for s in seeds]:
+            pred, gold, n = combine_predictions(tables, [weights[x] for x in names], sd, rule)
+            if n == 0:
+                raise ValueError(f"ensemble.cv_runs: no {split} output predicted by every run ({label})")
+            out.setdefault(label, {})[split] = {**correlations(pred, gold), "n": n}
     return out
 
 
