@@ -67,10 +67,10 @@ def not_built_message(name: str) -> str:
 def describe() -> str:
     """One line per zoo name, saying whether it is built in :func:`models_dir`."""
     root = models_dir()
-    rows = []
+    rows, width = [], max(map(len, NAMES))
     for name, doc in NAMES.items():
         state = "built" if is_built(name, root) else "not built"
-        rows.append(f"{name:22s} [{state}] {doc}")
+        rows.append(f"{name:{width}s} [{state:9s}] {doc}")
     return "\n".join(rows)
 
 

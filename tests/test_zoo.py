@@ -68,7 +68,9 @@ def test_named_model_loads_from_models_dir(tmp_path, monkeypatch, tiny_corpus, c
     assert len(scorer.score(["the cat sat on the mat ."])) == 1
     qe_main(["list"])
     out = capsys.readouterr().out
-    assert "slor-word-brown-wt2    [built]" in out and "gruen-minilm           [not built]" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split() and line.split()[0] in names.NAMES}
+    assert "[built    ]" in rows["slor-word-brown-wt2"] and "[not built]" in rows["gruen-minilm"]
+    assert len({r.index("[") for r in rows.values()}) == 1  # one column, however long the names
 
 
 def test_build_is_deterministic_twice_and_after_an_interruption(tmp_path):
