@@ -8,6 +8,7 @@
     PYTHONPATH=. python -m experiments.ratpred lodo <lodo run>/results.json ... [--in-domain=<cv run>/predictions.jsonl]
     PYTHONPATH=. python -m experiments.ratpred mismatch ratpred-e2e ratpred-emnlp17-s6   # E2E MR vs matched/other refs
     PYTHONPATH=. python -m experiments.ratpred combine gru=<run> minilm=<run>   # choose / average models on dev
+    PYTHONPATH=. python -m experiments.ratpred export-check <export> <run> [<run> ...]   # export == its runs' fold 0
 
 **Baselines** (``baselines``): the constant baseline (per CV fold, the training parts' mean rating, rounded to
 0.5; the paper's constant is 4.5) and the word-overlap metrics, each output against all its references from
@@ -503,10 +504,37 @@ def combine_table(specs: list[str]) -> str:
     return "\n".join(lines)
 
 
+def export_check(args: list[str]) -> str:
+    """``export-check EXPORT RUN [RUN ...] [--dataset=NAME_OR_FILE]``: score fold 0's test outputs of EMNLP17 with a RatPred export (kind
+    ``qe_gru``, or an ``ensemble`` of them, equal weights) and compare with the runs' own cross-validated predictions
+    of that fold, combined as the ensemble combines them. A zoo export is its run's seed-``s`` fold-0 model, so the
+    two must agree: the check that the exported model is the one the cross-validated figures describe (fold 0's
+    test part is the only EMNLP17 data the fold-0 model never saw)."""
+    import qe
+    from qe.data import load_dataset
+    from qe.ensemble.task import combine_predictions, read_run_predictions
+
+    dataset = next((a.split("=", 1)[1] for a in args if a.startswith("--dataset=")), "emnlp17")
+    args = [a for a in args if not a.startswith("--dataset=")]
+    if len(args) < 2:
+        raise SystemExit("export-check EXPORT RUN [RUN ...] [--dataset=NAME_OR_FILE]")
+    export, runs = args[0], args[1:]
+    recs = {r.id: r for r in load_dataset(dataset)}
+    tables = [{k: v for k, v in read_run_predictions(r, "test").items() if k[1] == 0} for r in runs]
+    want, gold, n = combine_predictions(tables, [1.0] * len(tables), None, {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0})
+    cols = set.intersection(*[{(f, i) for (_, f, i) in t} for t in tables])
+    ids = [i for _, i in sorted(cols, key=lambda k: (k[0], str(k[1])))]
+    got = np.asarray(qe.load(export).score([recs[i].output for i in ids], mrs=[recs[i].mr for i in ids], progress=False))
+    same = int(np.sum(np.isclose(got, want)))
+    return (f"fold 0 test outputs: {n}; export == runs' predictions combined: {same} / {n}\n"
+            f"fold 0 Pearson: export {correlations(got, gold)['pearson']:.4f}, runs combined "
+            f"{correlations(want, gold)['pearson']:.4f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m experiments.ratpred", description="RatPred Table 3 / 4 rows "
                                  "(see the module docstring)")
-    ap.add_argument("command", choices=["baselines", "report", "lodo", "mismatch", "combine"])
+    ap.add_argument("command", choices=["baselines", "report", "lodo", "mismatch", "combine", "export-check"])
     ap.add_argument("args", nargs=argparse.REMAINDER, help="the command's own arguments")
     a = ap.parse_args(argv)
     if a.command == "mismatch":
@@ -514,6 +542,9 @@ def main(argv=None):
         return None
     if a.command == "combine":
         print(combine_table(a.args))
+        return None
+    if a.command == "export-check":
+        print(export_check(a.args))
         return None
     if a.command == "lodo":
         ind = [x.split("=", 1)[1] for x in a.args if x.startswith("--in-domain=")]

@@ -85,6 +85,11 @@ def test_ensemble_task_export_scorer_and_cv_agree(two_runs, tmp_path):
     assert test["pearson"] == pytest.approx(want["pearson"], abs=1e-6)
     assert man["metrics"]["cv/seed1/test/pearson"] == pytest.approx(test["pearson"])
     assert res["cv"]["members"] == res["cv"]["seed1"]  # one seed each: the members' figure is seed 1's
+    # experiments.ratpred export-check: the export reproduces its runs' fold-0 test predictions, combined
+    from experiments.ratpred import export_check
+
+    out = export_check([str(exp), str(a["run"]), str(b["run"]), f"--dataset={a['run'].parent / 'rated.jsonl'}"])
+    assert f"combined: {len(ids)} / {len(ids)}" in out
 
 
 def test_ensemble_cv_figures_match_combine(tmp_path):
