@@ -5,9 +5,12 @@
 
 ``ensemble.cv_runs`` (optional, RatPred members): the members' run directories (their ``predictions.jsonl`` and
 ``dev_predictions.jsonl``: the cross-validated test and dev predictions, raw). The task scores the combination
-on them exactly as the scorer combines (weighted mean of raw outputs, then the prediction rule), per seed, on the
-pooled folds, and writes the figures into ``results.json`` and the export's metrics - so the export says what its
-recipe measured. Only outputs every member predicted enter.
+on them exactly as the scorer combines (weighted mean of raw outputs, then the prediction rule), pooled over the
+folds - ``members``: each run with its own seed(s), as the export combines members trained with different seeds;
+``seed<N>``: every seed the runs share - and writes the figures into ``results.json`` and the export's metrics
+(``cv/members/test/pearson`` ...), so the export says what its recipe measured. Only outputs every member
+predicted enter. ``python -m experiments.ratpred export-check`` shows that an export scores its runs' fold 0 as
+their predictions say.
 """
 from __future__ import annotations
 
