@@ -422,6 +422,8 @@ def mismatch_check(models: list[str], version: str = "cleaned", split: str = "de
 
 def _load_preds(arg: str, split: str) -> dict:
     """``DIR`` or ``DIR+DIR...`` (runs of one model over different seeds / folds) -> {(seed, fold, id): row}."""
+    from qe.ensemble.task import read_run_predictions
+
     fname = "predictions.jsonl" if split == "test" else "dev_predictions.jsonl"
     out: dict = {}
     for d in arg.split("+"):
@@ -430,12 +432,15 @@ def _load_preds(arg: str, split: str) -> dict:
         if not (path / fname).is_file():
             raise SystemExit(f"{path}: no {fname} (dev predictions are written by runs of this version on; "
                              "rerun the model into a new directory)")
-        for line in open(path / fname):
-            x = json.loads(line)
-            key = (x["seed"], x["fold"], x["id"])
-            if key in out:
-                raise SystemExit(f"{path / fname}: (seed {x['seed']}, fold {x['fold']}, {x['id']}) twice among {arg}")
-            out[key] = x
+        try:
+            rows = read_run_predictions(path, split)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
+        twice = sorted(set(rows) & set(out), key=str)
+        if twice:
+            s, f, i = twice[0]
+            raise SystemExit(f"{path / fname}: (seed {s}, fold {f}, {i}) twice among {arg}")
+        out.update(rows)
     return out
 
 
