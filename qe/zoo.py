@@ -28,6 +28,7 @@ NAMES: dict[str, str] = {
     "slor-word-domain": "word LSTM LM (2x256) on SF train + E2E dev references, for SLOR on restaurant/hotel NLG (kind slor)",
     "slor-sp-domain": "SentencePiece (2k) LSTM LM (2x256) on SF train + E2E dev references, for WPSLOR (kind slor)",
     "slor-word-mixed": "word LSTM LM (2x256, adaptive softmax) on Brown + WikiText-2 + SF train / E2E dev references (kind slor)",
+    "slor-sp-mixed": "SentencePiece (16k) LSTM LM (2x256, adaptive softmax) on the slor-word-mixed corpus, for WPSLOR (kind slor)",
     "ratpred-e2e": "RatPred for E2E: E2E dev refs + synthetic errors + EMNLP17 ratings, no E2E ratings (kind qe_gru)",
     "ratpred-e2e-vectors": "ratpred-e2e with spaCy 300-d word vectors for its embeddings (kind qe_gru)",
     "cola-minilm": "MiniLM CoLA acceptability classifier, GRUEN grammaticality part (kind acceptability)",
