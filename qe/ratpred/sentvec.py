@@ -11,6 +11,12 @@ of passes. An empty text gets the zero vector (a defined input; the network sees
 Differences from the ``sentence-transformers`` package's pooling: special tokens ([CLS], [SEP]) are left out of
 the mean. Vectors are computed in float32 and are deterministic on one device.
 
+Fine-tuning (``model.finetune_sentence=true``): :class:`SentenceTokens` gives each text's sub-word ids (with the
+model's special tokens) instead of a vector, and the network runs the encoder itself, with the same pooling, so
+the encoder's weights are trained with the regressor (:meth:`qe.ratpred.model.RatPredNet.set_sentence_model`). A
+fine-tuned encoder sees at most its window (``max_length`` minus the special tokens) of pieces per text; longer
+texts are truncated there (delexicalised MRs and outputs are far shorter), where the frozen vectors slide windows.
+
 Disk cache (``protocol.sentence_cache=DIR`` for ``task=ratpred``, or ``cache_dir=``): the vectors are also kept in
 ``DIR/<model>-<key>.npz`` (texts as UTF-8 bytes + offsets, vectors float32; read with ``allow_pickle=False``),
 read at start and merged and rewritten atomically after each batch of new texts, so later runs, seeds and
@@ -139,3 +145,56 @@ class SentenceVectors:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+
+def load_sentence_model(model: str = "minilm"):
+    """The Hugging Face encoder ``model`` (offline for ``minilm``), loaded outside the caller's seeded RNG stream."""
+    import torch
+    from transformers import AutoModel
+
+    from qe.offline import encoder_path
+
+    with torch.random.fork_rng(devices=[]):
+        return AutoModel.from_pretrained(encoder_path(str(model)))
+
+
+class SentenceTokens:
+    """Sub-word ids of texts for a fine-tuned sentence encoder: ``prefix + pieces[:window] + suffix`` per text (the
+    model's own special tokens, found as :class:`qe.discourse.encoder.ContextualEncoder` finds them). ``lead`` /
+    ``tail``: how many special tokens come before / after the pieces (the network leaves them out of the mean)."""
+
+    def __init__(self, model: str | Path = "minilm"):
+        from transformers import AutoConfig, AutoTokenizer
+
+        from qe.discourse.encoder import sequence_frame
+        from qe.offline import encoder_path
+
+        self.model_name = str(model)
+        path = encoder_path(self.model_name)
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        conf = AutoConfig.from_pretrained(path)
+        self.dim = int(conf.hidden_size)
+        self.prefix, self.suffix, max_len = sequence_frame(self.tokenizer, conf, self.model_name)
+        self.lead, self.tail = len(self.prefix), len(self.suffix)
+        self.window = max_len - self.lead - self.tail
+
+    @classmethod
+    def shared(cls, model: str = "minilm") -> "SentenceTokens":
+        """One tokenizer per model name in this process."""
+        if str(model) not in _TOKENS:
+            _TOKENS[str(model)] = cls(model)
+        return _TOKENS[str(model)]
+
+    def __call__(self, texts: list[str], progress: bool = False) -> list[list[int]]:
+        if not texts:
+            return []
+        ids = self.tokenizer(list(texts), add_special_tokens=False, verbose=False, return_attention_mask=False,
+                             return_token_type_ids=False)["input_ids"]
+        return [self.prefix + list(p[:self.window]) + self.suffix for p in ids]
+
+    def save(self, dest: str | Path) -> None:
+        """The tokenizer files, for an export that must rebuild the encoder offline."""
+        self.tokenizer.save_pretrained(str(dest))
+
+
+_TOKENS: dict[str, SentenceTokens] = {}

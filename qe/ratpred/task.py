@@ -75,8 +75,12 @@ class RatPredModule(QEModule):
     ``encoder``: ``gru`` (the paper), ``sentence`` (fixed sentence vectors of MR and output from
     ``sentence_model`` instead of the GRUs) or ``both`` (GRU states and sentence features side by side); not in the
     paper, issue 15's paper-plus lever (:mod:`qe.ratpred.model`, :mod:`qe.ratpred.sentvec`). The sentence encoder
-    is frozen; ``sent_dim`` (its width) is supplied by the task. The export names the sentence model
-    (``sentence_model`` in its manifest); its scorer loads it by that name.
+    is frozen unless ``finetune_sentence``; ``sent_dim`` (its width) is supplied by the task. A frozen encoder's
+    export names the sentence model (``sentence_model`` in its manifest) and its scorer loads it by that name.
+
+    ``finetune_sentence``: the sentence encoder is part of the network and trained with it, at learning rate
+    ``sentence_lr`` (Adam; the rest keeps ``lr``); its weights, config and tokenizer go into the export, so the
+    scorer needs nothing else. Costs a forward and backward pass of the encoder per text and step (no vector cache).
     """
 
     export_kind = fmt.EXPORT_KIND
@@ -86,11 +90,24 @@ class RatPredModule(QEModule):
                  clip: bool = True, clip_lo: float | None = None, clip_hi: float | None = None,
                  init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False,
                  vectors: str | None = None, freeze_vectors: bool = False, encoder: str = "gru",
-                 sentence_model: str = "minilm", sent_dim: int = 0):
+                 sentence_model: str = "minilm", sent_dim: int = 0, finetune_sentence: bool = False,
+                 sentence_lr: float = 2e-5):
         super().__init__()
         self.save_hyperparameters()
+        lead = tail = 1
+        if finetune_sentence and encoder != "gru":
+            from qe.ratpred.sentvec import SentenceTokens
+
+            tok = SentenceTokens.shared(str(sentence_model))
+            lead, tail = tok.lead, tok.tail
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout, encoder=encoder,
-                              sent_dim=sent_dim)
+                              sent_dim=sent_dim, finetune_sentence=finetune_sentence, sent_lead=lead, sent_tail=tail)
+        if finetune_sentence:
+            from qe.ratpred.sentvec import load_sentence_model
+
+            # in training mode (from_pretrained gives eval mode, and Lightning keeps a submodule's mode): the
+            # encoder's own dropout is part of fine-tuning it
+            self.net.set_sentence_model(load_sentence_model(str(sentence_model)).train())
         if init_bias_mean and init_bias is not None:
             # start at the mean training rating: otherwise the first hundreds of updates (Adam moves each
             # weight by ~lr per step) only shift the output from 0 towards ~4.4, saturating the tanh layers
@@ -107,14 +124,20 @@ class RatPredModule(QEModule):
         cfg = {k: h[k] for k in ("vocab_size", "embedding_dim", "hidden_size", "tanh_layers", "dropout")}
         if h.get("encoder", "gru") != "gru":  # a paper-model export keeps its manifest as before
             cfg.update(encoder=h.encoder, sent_dim=int(h.sent_dim))
+        if h.get("finetune_sentence"):
+            cfg.update(finetune_sentence=True, sent_lead=self.net.sent_lead, sent_tail=self.net.sent_tail)
         return cfg
 
     def sentence_vectors(self):
-        """The frozen sentence encoder of the ``sentence`` / ``both`` variants (None for the GRU model)."""
+        """The frozen sentence encoder of the ``sentence`` / ``both`` variants (None for the GRU model); with
+        ``finetune_sentence`` the tokenizer (:class:`qe.ratpred.sentvec.SentenceTokens`) that feeds the network's own
+        encoder."""
         if self.hparams.get("encoder", "gru") == "gru":
             return None
-        from qe.ratpred.sentvec import SentenceVectors
+        from qe.ratpred.sentvec import SentenceTokens, SentenceVectors
 
+        if self.hparams.get("finetune_sentence"):
+            return SentenceTokens.shared(str(self.hparams.sentence_model))
         return SentenceVectors.shared(str(self.hparams.sentence_model), cache_dir=self.sentence_cache)
 
     def predict_config(self) -> dict:
@@ -153,7 +176,13 @@ class RatPredModule(QEModule):
         self.log_dict({f"val/{k}": float(v) for k, v in m.items()}, prog_bar=True)
 
     def configure_optimizers(self):
-        return torch.optim.Adam([p for p in self.parameters() if p.requires_grad], lr=self.hparams.lr)
+        enc = self.net.sent_model
+        enc_ids = {id(p) for p in enc.parameters()} if enc is not None else set()
+        rest = [p for p in self.parameters() if p.requires_grad and id(p) not in enc_ids]
+        if enc is None:
+            return torch.optim.Adam(rest, lr=self.hparams.lr)
+        return torch.optim.Adam([{"params": rest}, {"params": [p for p in enc.parameters() if p.requires_grad],
+                                                    "lr": float(self.hparams.sentence_lr)}], lr=self.hparams.lr)
 
     def export(self, dest: str | Path, *, datamodule: Any = None, metrics: dict[str, Any] | None = None,
                cfg: DictConfig | None = None, vocab: Vocab | None = None, config: dict | None = None,
@@ -168,7 +197,9 @@ class RatPredModule(QEModule):
             extra["sentence_model"] = str(self.hparams.sentence_model)
         if cfg is not None:
             extra.setdefault("train", plain_config(cfg))
-        return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics)
+        tokens = self.sentence_vectors() if self.hparams.get("finetune_sentence") else None
+        return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics,
+                               sentence_tokens=tokens)
 
 
 class KeepBest(pl.Callback):
@@ -226,10 +257,11 @@ def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict
     supplied = dict(vocab_size=len(vocab), clip_lo=min(ratings), clip_hi=max(ratings),
                     init_bias=float(np.mean(ratings)), select_rounded=bool(proto.get("select_rounded", False)))
     if str(model_cfg.get("encoder", "gru")) != "gru":
-        from qe.ratpred.sentvec import SentenceVectors
+        from qe.ratpred.sentvec import SentenceTokens, SentenceVectors
 
-        supplied["sent_dim"] = SentenceVectors.shared(str(model_cfg.get("sentence_model", "minilm")),
-                                                      cache_dir=proto.get("sentence_cache")).dim
+        name = str(model_cfg.get("sentence_model", "minilm"))
+        supplied["sent_dim"] = (SentenceTokens.shared(name) if model_cfg.get("finetune_sentence") else
+                                SentenceVectors.shared(name, cache_dir=proto.get("sentence_cache"))).dim
     if "_target_" in model_cfg:
         module = instantiate_model(model_cfg, **supplied)
     else:
