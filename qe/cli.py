@@ -323,7 +323,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("\nexport kinds (qe.load(EXPORT_DIR)): " + ", ".join(sorted(EXPORT_KINDS)))
     from qe import zoo
 
-    print(f"\nnamed models (qe.load(NAME); built into {zoo.models_dir()} by `python -m experiments.zoo build NAME`):")
+    print(f"\nnamed models (qe.load(NAME); built into {zoo.models_dir()} by `qe zoo build NAME`):")
     print(zoo.describe())
     return 0
 
@@ -343,8 +343,11 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from qe.version import __version__
+
     p = argparse.ArgumentParser(prog="qe", description="Quality estimation for NLG output",
                                 epilog="exit codes: 0 ok, 2 bad input, 3 model/export cannot be loaded, 1 bug")
+    p.add_argument("--version", action="version", version=f"qe {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("score", help="score outputs with an export or a registered scorer")
     s.add_argument("--model", "-m", required=True, help="export directory or registered scorer name")
@@ -369,7 +372,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="no progress bar; progress goes to log lines instead (for batch jobs and log files)")
     s.add_argument("--debug", action="store_true", help="show the traceback of an error")
     s.set_defaults(fn=cmd_score)
+    sub.add_parser("train", help="train a model and write its export (Hydra overrides follow; packaged configs)")
     sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")
+    sub.add_parser("zoo", help="named models: list | build | verify | command (qe zoo -h)")
     l_ = sub.add_parser("list", help="registered scorers and export kinds")
     l_.set_defaults(fn=cmd_list)
     d = sub.add_parser("data", help="public datasets: list, verify checksums, download")
@@ -405,12 +410,44 @@ def _setup_logging(level: int) -> None:
     lg.setLevel(level)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "evaluate":
-        from qe.evaluation.cli import main as evaluate_main
+#: subcommands whose arguments belong to another program (Hydra overrides; the zoo's own parser)
+PASSTHROUGH = ("train", "evaluate", "zoo")
 
-        return evaluate_main(argv[1:])
+
+def _passthrough(cmd: str, argv: list[str]) -> int:
+    if cmd == "train":
+        from qe.app import train
+
+        return train(argv)
+    if cmd == "evaluate":
+        from qe.app import evaluate
+
+        return evaluate(argv)
+    from qe.zoo.build import ZooError, main as zoo_main
+
+    debug = "--debug" in argv
+    try:
+        return zoo_main([a for a in argv if a != "--debug"])
+    except ZooError as exc:
+        if debug:
+            raise
+        print(f"qe zoo: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `qe ... | head`: the reader went away; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH:
+        return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     _setup_logging(logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
     from qe.errors import QEError

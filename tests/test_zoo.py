@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import zoo
+from qe.zoo import build as zoo
 from qe import zoo as names
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def test_recipe_overrides_compose(name, tmp_path):
 
 def test_pending_recipe_refuses_to_build(tmp_path, monkeypatch):
     monkeypatch.setitem(zoo.RECIPES, "_pending", zoo.Recipe("_pending", (), status="pending", notes="not settled"))
-    with pytest.raises(SystemExit, match="pending"):
+    with pytest.raises(zoo.ZooError, match="pending"):
         zoo.build("_pending", tmp_path)
 
 
@@ -51,7 +51,7 @@ def test_missing_named_model_gives_build_command(tmp_path, monkeypatch):
     import qe
 
     monkeypatch.setenv("QE_MODELS", str(tmp_path))
-    with pytest.raises(KeyError, match="python -m experiments.zoo build slor-word-brown-wt2"):
+    with pytest.raises(KeyError, match="qe zoo build slor-word-brown-wt2"):
         qe.load("slor-word-brown-wt2")
     with pytest.raises(KeyError, match="neither an export directory nor a registered scorer"):
         qe.load("no-such-model")
@@ -75,7 +75,7 @@ def test_named_model_loads_from_models_dir(tmp_path, monkeypatch, tiny_corpus, c
 
 def test_build_is_deterministic_twice_and_after_an_interruption(tmp_path):
     """Two fresh builds, and a build stopped after epoch 1 of 2 then resumed by the same command, give one
-    checksum (the tiny test recipe; each build is a real `python train.py` subprocess)."""
+    checksum (the tiny test recipe; each build is a real `qe train` subprocess)."""
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     with ThreadPoolExecutor(3) as ex:
         fa = ex.submit(zoo.build, "_tiny-slor", a, quiet=True)

@@ -22,7 +22,9 @@ def recipes_dir() -> Path:
     env = os.environ.get("QE_RECIPES_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
+    from qe.paths import resources_dir
+
+    return resources_dir() / "datasets"
 
 
 def load_recipes() -> dict[str, dict[str, Any]]:

@@ -1,10 +1,10 @@
 """Named models (the model zoo): which names ``qe.load`` resolves to a locally built export, and where they live.
 
 This module is deliberately tiny (no torch, no Hydra): :func:`qe.load` and ``qe list`` read it. The build recipes
-(Hydra overrides of ``train.py``, CPU and GPU schedules) are in ``experiments/zoo.py``:
+(Hydra overrides of ``qe train``, CPU and GPU schedules) and the builder are in :mod:`qe.zoo.build`:
 
-    python -m experiments.zoo build slor-word-brown-wt2      # -> $QE_MODELS/slor-word-brown-wt2
-    python -m experiments.zoo list
+    qe zoo build slor-word-brown-wt2      # -> $QE_MODELS/slor-word-brown-wt2
+    qe zoo list
 
 Models are built into ``$QE_MODELS`` (default ``~/.cache/qe/models``), one export directory per name.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 ENV_VAR = "QE_MODELS"
 DEFAULT_DIR = "~/.cache/qe/models"
 
-#: zoo name -> one line saying what it is (recipes: experiments/zoo.py; names starting with "_" are test-only)
+#: zoo name -> one line saying what it is (recipes: qe/zoo/build.py; names starting with "_" are test-only)
 NAMES: dict[str, str] = {
     "slor-word-brown-wt2": "word LSTM LM (2x256) on Brown + WikiText-2 valid, for SLOR / NCE (kind slor)",
     "slor-sp-brown-wt2": "SentencePiece (16k) LSTM LM (2x256) on Brown + WikiText-2 valid, for WPSLOR (kind slor)",
@@ -54,13 +54,13 @@ def is_built(name: str, root: str | os.PathLike | None = None) -> bool:
 
 
 def build_command(name: str) -> str:
-    return f"python -m experiments.zoo build {name}"
+    return f"qe zoo build {name}"
 
 
 def not_built_message(name: str) -> str:
     where = model_path(name)
     return (f"{name!r} is a named model of the zoo ({NAMES.get(name, 'test-only recipe')}), but it is not built in "
-            f"{where.parent} (${ENV_VAR}). Build it from a clone of the repository with: {build_command(name)} "
+            f"{where.parent} (${ENV_VAR}). Build it with: {build_command(name)} "
             f"(or set ${ENV_VAR} to the folder that holds it)")
 
 
