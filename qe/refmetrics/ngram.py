@@ -60,16 +60,32 @@ class _SacreMetric(RefScorer):
     def native(self, hyp: str, refs: list[str]) -> float:
         return self._get().sentence_score(hyp, refs).score / 100.0
 
+    def corpus_metric(self):
+        """The sacrebleu ``Metric`` of the corpus-level score (sacrebleu's own class and corpus defaults), for
+        :meth:`corpus_score` and sacrebleu's paired tests / bootstrap CIs (:mod:`qe.significance`)."""
+        return self._metric()
+
+    def corpus_preprocess(self, text: str) -> str:
+        """What the corpus metric is given for ``text`` (qe-side tokenisation where sacrebleu's is off)."""
+        return text
+
     def corpus_score(self, outputs: Sequence[str], refs: Sequence[Any]) -> float:
         """sacrebleu's corpus-level score (0-1) over all outputs; outputs without references are skipped."""
-        outputs = check_texts(outputs)
-        rr = self._clean_refs(normalise_refs(refs, len(outputs)))
+        outputs = [self.corpus_preprocess(o) for o in check_texts(outputs)]
+        rr = self._clean_refs([[self.corpus_preprocess(x) for x in r] for r in normalise_refs(refs, len(outputs))])
         keep = [i for i, r in enumerate(rr) if r]
         if not keep:
             return math.nan
         hyps = [outputs[i] for i in keep]
         streams = _ref_streams([rr[i] for i in keep])
-        return self._get().corpus_score(hyps, streams).score / 100.0
+        return self._corpus_scorer().corpus_score(hyps, streams).score / 100.0
+
+    def _corpus_scorer(self):
+        """What :meth:`corpus_score` computes with: the corpus metric (TER: the same numbers, faster)."""
+        m = getattr(self, "_cm", None)
+        if m is None:
+            m = self._cm = self.corpus_metric()
+        return m
 
 
 class _NoEffOrderWarning:
@@ -115,10 +131,17 @@ class BLEU(_SacreMetric):
                   effective_order=self.effective_order, lowercase=self.lowercase,
                   tokenize="13a" if self.tokenize_method == "13a" else "none")
 
-    def corpus_score(self, outputs, refs) -> float:
-        outputs = [self.preprocess(o) for o in check_texts(outputs)]
-        rr = [[self.preprocess(x) for x in r] for r in normalise_refs(refs, len(outputs))]
-        return super().corpus_score(outputs, rr)
+    def corpus_preprocess(self, text: str) -> str:
+        return self.preprocess(text)
+
+    def corpus_metric(self):
+        """sacrebleu's corpus BLEU with this scorer's options and sacrebleu's corpus default ``effective_order=False``
+        (effective order is a sentence-level device), so the number equals ``sacrebleu REF -i HYP``."""
+        from sacrebleu.metrics import BLEU as _B
+
+        return _B(max_ngram_order=self.n, smooth_method=self.smooth_method, smooth_value=self.smooth_value,
+                  effective_order=False, lowercase=self.lowercase,
+                  tokenize="13a" if self.tokenize_method == "13a" else "none")
 
     def _options(self) -> str:
         return f"smooth:{self.smooth_method}{'' if self.smooth_value is None else self.smooth_value}|eff:{'yes' if self.effective_order else 'no'}"
@@ -176,6 +199,16 @@ class TER(_SacreMetric):
         from qe.refmetrics.ter import FastTER
 
         return FastTER(normalized=self.tokenize_method == "13a", case_sensitive=not self.lowercase)
+
+    def corpus_metric(self):
+        """sacrebleu's own TER (same numbers as FastTER, tested): its sufficient statistics drive sacrebleu's paired
+        tests and bootstrap CIs."""
+        from sacrebleu.metrics import TER as _T
+
+        return _T(normalized=self.tokenize_method == "13a", case_sensitive=not self.lowercase)
+
+    def _corpus_scorer(self):
+        return self._get()
 
 
 # --------------------------------------------------------------------------------------------------------------
