@@ -18,7 +18,7 @@ def test_load_spacy_falls_back_to_wheels_and_reports_what_it_tried():
     nlp = load_spacy("en_core_web_sm")
     doc = nlp("The cats were sitting on the mats.")
     assert [t.lemma_ for t in doc if t.pos_ == "NOUN"] == ["cat", "mat"]
-    with pytest.raises(OSError, match="no spaCy pipeline 'xx_no_such_model'"):
+    with pytest.raises(OSError, match="spaCy pipeline 'xx_no_such_model' is not installed"):
         load_spacy("xx_no_such_model")
 
 
