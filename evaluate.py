@@ -5,18 +5,15 @@
     python evaluate.py dataset=emnlp17 'models=[exports/wp_lm]'
     qe evaluate dataset=emnlp17 stats.tails=1             # the same for scripts
 
-Config: conf/evaluate.yaml (groups dataset/, scorer/). Library: qe.evaluation.
+Config: this clone's conf/evaluate.yaml (groups dataset/, scorer/; $QE_CONF_DIR wins). Library: qe.evaluation.
+Errors and exit statuses as ``qe evaluate`` (qe/app.py): one line and status 2 (bad input, e.g. a malformed record
+named by file:line) or 3 (a model that cannot be loaded); HYDRA_FULL_ERROR=1 or --debug for the traceback.
 """
-import hydra
-from omegaconf import DictConfig
+import sys
+from pathlib import Path
 
-from qe.evaluation.runner import run_evaluation
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="evaluate")
-def main(cfg: DictConfig) -> None:
-    run_evaluation(cfg, entry="python evaluate.py")
-
+from qe.app import evaluate
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(evaluate(sys.argv[1:], prog="evaluate.py", entry="python evaluate.py",
+                              conf=str(Path(__file__).resolve().parent / "conf")))

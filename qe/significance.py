@@ -60,6 +60,9 @@ class SystemResult:
     #: items the figures use
     n: int = 0
     baseline: bool = False
+    #: the library's own signature of the figure where an external library computed it (sacrebleu's
+    #: ``nrefs:2|bs:1000|seed:12345|case:mixed|eff:no|...``, as ``sacrebleu --paired-bs`` prints it)
+    library_signature: str | None = None
 
     @property
     def ci_interval(self) -> tuple[float, float] | None:
@@ -190,8 +193,9 @@ def _sacre_compare(scorer, systems, refs, test, n_samples, seed, ar_confidence) 
     with _sacrebleu_seed(seed):
         pt = PairedTest(list(hyps.items()), {"m": metric}, streams, test_type=test, n_samples=n_samples,
                         n_ar_confidence=ar_confidence, n_jobs=1)
-        _, res = pt()
+        sigs, res = pt()
     n = len(streams[0])
+    lib_sig = next(iter(sigs.values())).format() if sigs else None
     out = []
     key = next(k for k in res if k != "System")  # sacrebleu keys the column by the metric's own name
     for i, (name, r) in enumerate(zip(res["System"], res[key])):
@@ -199,7 +203,7 @@ def _sacre_compare(scorer, systems, refs, test, n_samples, seed, ar_confidence) 
             system=name, score=r.score / 100.0, mean=None if r.mean is None else float(r.mean) / 100.0,
             ci=None if r.ci is None else float(r.ci) / 100.0,
             p_value=None if i == 0 else (1.0 if r.score == res[key][0].score else float(r.p_value)),
-            n=n, baseline=i == 0))
+            n=n, baseline=i == 0, library_signature=lib_sig))
     return out
 
 
@@ -292,22 +296,30 @@ def system_score(scorer: Any, outputs: Sequence[str], instance_scores: Sequence[
                  n_bootstrap: int = 1000, seed: int | None = DEFAULT_SEED) -> dict[str, Any]:
     """One system's figures: n, mean of the defined instance scores, the corpus-level score where the metric has one
     (sacrebleu's corpus BLEU / chrF / TER; NIST pooled), and a bootstrap 95 % CI of the system score (the corpus
-    score where there is one, else the mean). sacrebleu's metrics use sacrebleu's own bootstrap
+    score where there is one, else the mean) as sacrebleu gives it: the mean of the resampled scores
+    (``ci_mean``) plus or minus the larger distance to the 2.5th / 97.5th percentile (``ci_halfwidth``;
+    ``ci`` = the interval). With few items the interval is wide and may pass the metric's range: it is reported,
+    not clipped. sacrebleu's metrics use sacrebleu's own bootstrap
     (``corpus_score(..., n_bootstrap=...)``, the numbers of ``sacrebleu --confidence``)."""
     x = np.asarray(instance_scores, dtype=float)
     ok = np.isfinite(x)
     row: dict[str, Any] = {"n": int(len(x)), "undefined": int((~ok).sum()),
                            "mean": float(x[ok].mean()) if ok.any() else None, "corpus": None,
-                           "ci": None, "ci_of": "mean"}
+                           "ci": None, "ci_mean": None, "ci_halfwidth": None, "ci_of": "mean"}
     metric = sacrebleu_metric(scorer) if refs is not None else None
     if metric is not None:
         hyps, streams = _sacre_inputs(scorer, {"s": list(outputs)}, refs)
         with _sacrebleu_seed(seed):
             res = metric.corpus_score(hyps["s"], streams, n_bootstrap=max(1, n_bootstrap))
         row["corpus"] = res.score / 100.0
+        sig = metric.get_signature()
+        if n_bootstrap > 1:
+            sig.update("bs", n_bootstrap)
+            sig.update("seed", str(seed).lower())
+        row["library_signature"] = sig.format()
         if n_bootstrap > 1:
             m, ci = float(res._mean) / 100.0, float(res._ci) / 100.0
-            row.update(ci=[m - ci, m + ci], ci_of="corpus")
+            row.update(ci=[m - ci, m + ci], ci_mean=m, ci_halfwidth=ci, ci_of="corpus")
         return row
     st = pooled_statistic(scorer, outputs, refs) if refs is not None else None
     if st is None:
@@ -320,7 +332,7 @@ def system_score(scorer: Any, outputs: Sequence[str], instance_scores: Sequence[
     if n_bootstrap > 1 and len(st.stats):
         idx = np.random.default_rng(seed).choice(len(st.stats), size=(n_bootstrap, len(st.stats)), replace=True)
         m, ci = estimate_ci(st.resampled(idx))
-        row["ci"] = [m - ci, m + ci]
+        row.update(ci=[m - ci, m + ci], ci_mean=m, ci_halfwidth=ci)
     return row
 
 

@@ -436,8 +436,22 @@ def _num(v: Any) -> Any:
 
 
 def main_entry(cfg: DictConfig) -> float | None:
-    """What train.py's @hydra.main calls; returns the value the sweeper optimises."""
-    metrics = run_training(cfg)
+    """What ``qe train`` / train.py run as the Hydra task; returns the value the sweeper optimises.
+
+    Writes ``job_result.json`` into the run directory (metric, direction, best validation value, export path,
+    status; also when the run fails), which :mod:`qe.sweep` turns into the sweep summary of a multirun.
+    """
+    import time
+
+    from qe.sweep import write_job_result
+
+    t0 = time.time()
+    try:
+        metrics = run_training(cfg)
+    except BaseException as exc:
+        write_job_result(cfg, None, error=exc, elapsed_s=time.time() - t0)
+        raise
+    write_job_result(cfg, metrics, elapsed_s=time.time() - t0)
     key = cfg.get("optimized_metric")
     if key and key in metrics and os.environ.get("LOCAL_RANK", "0") == "0":
         return float(metrics[key])

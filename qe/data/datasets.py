@@ -6,11 +6,10 @@
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Callable
 
-from qe.data.record import Record, _check_unique, load_records, record_from_dict
+from qe.data.record import Record, _check_unique, load_records, read_csv_rows, read_text, record_from_dict
 from qe.errors import RecordError
 from qe.paths import require, resolve_data_dir, resources_dir
 
@@ -71,27 +70,27 @@ def emnlp17(data_dir=None, datasets: list[str] | None = None) -> list[Record]:
     path = require(resolve_data_dir(data_dir) / EMNLP17_FILE, "EMNLP17 ratings (emnlp_data_medians.csv)")
     out: list[Record] = []
     counters: dict[str, int] = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for ln, row in enumerate(csv.DictReader(f), 2):
-            ds = row["dataset"]
-            if datasets and ds not in datasets:
-                continue
-            counters[ds] = counters.get(ds, 0) + 1
-            d = {
-                "id": f"{ds.lower()}-{counters[ds]:05d}",
-                "system": row["system"],
-                "dataset": ds,
-                "mr": row["mr"],
-                "output": row["sys_ref"],
-                "ratings": {k: row[k] for k in EMNLP17_RATINGS},
-                "metrics": {k: row[k] for k in EMNLP17_METRICS},
-                "mr_type": row["mr_type"],
-                "domain": row["domain"],
-            }
-            try:
-                out.append(record_from_dict(d, f"{path}:{ln}"))
-            except RecordError as exc:
-                raise RecordError(f"emnlp17 converter: {exc}") from None
+    _, rows = read_csv_rows(read_text(path), str(path), required=("dataset", "system", "mr", "sys_ref"))
+    for ln, row in rows:
+        ds = row["dataset"]
+        if datasets and ds not in datasets:
+            continue
+        counters[ds] = counters.get(ds, 0) + 1
+        d = {
+            "id": f"{ds.lower()}-{counters[ds]:05d}",
+            "system": row["system"],
+            "dataset": ds,
+            "mr": row["mr"],
+            "output": row["sys_ref"],
+            "ratings": {k: row[k] for k in EMNLP17_RATINGS},
+            "metrics": {k: row[k] for k in EMNLP17_METRICS},
+            "mr_type": row["mr_type"],
+            "domain": row["domain"],
+        }
+        try:
+            out.append(record_from_dict(d, f"{path}:{ln}"))
+        except RecordError as exc:
+            raise RecordError(f"emnlp17 converter: {exc}") from None
     _check_unique(out, str(path))
     return out
 

@@ -15,11 +15,10 @@ Use E2E **dev** for training and tuning; E2E **test** is for final evaluation on
 """
 from __future__ import annotations
 
-import csv
 from collections import OrderedDict
 from pathlib import Path
 
-from qe.data.record import Record, _check_unique, record_from_dict
+from qe.data.record import Record, _check_unique, read_csv_rows, read_text, record_from_dict
 from qe.errors import RecordError
 from qe.paths import require, resolve_data_dir
 
@@ -41,15 +40,11 @@ def _path(version: str, split: str, data_dir=None) -> Path:
 def _rows(version: str, split: str, data_dir=None) -> list[tuple[int, dict[str, str]]]:
     path = _path(version, split, data_dir)
     out = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        missing = {"mr", "ref"} - set(reader.fieldnames or [])
-        if missing:
-            raise RecordError(f"{path}: CSV header lacks {sorted(missing)} (found {reader.fieldnames})")
-        for ln, row in enumerate(reader, 2):
-            if not (row.get("mr") or "").strip() or not (row.get("ref") or "").strip():
-                raise RecordError(f"{path}:{ln}: field {'mr' if not (row.get('mr') or '').strip() else 'ref'!r} is empty")
-            out.append((ln, row))
+    _, rows = read_csv_rows(read_text(path), str(path), required=("mr", "ref"))
+    for ln, row in rows:
+        if not (row.get("mr") or "").strip() or not (row.get("ref") or "").strip():
+            raise RecordError(f"{path}:{ln}: field {'mr' if not (row.get('mr') or '').strip() else 'ref'!r} is empty")
+        out.append((ln, row))
     return out
 
 

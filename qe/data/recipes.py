@@ -14,8 +14,14 @@ from typing import Any
 
 import yaml
 
+from qe.errors import QEError
 from qe.export import sha256_file
 from qe.paths import resolve_data_dir
+
+
+class DatasetError(QEError, LookupError):
+    """An unknown dataset name, a recipe without a URL, a download that failed or did not match its checksum
+    (``qe data`` reports it as one line, exit status 2)."""
 
 
 def recipes_dir() -> Path:
@@ -40,7 +46,7 @@ def load_recipes() -> dict[str, dict[str, Any]]:
 def _get(name: str) -> dict[str, Any]:
     rs = load_recipes()
     if name not in rs:
-        raise SystemExit(f"unknown dataset {name!r}; recipes: {', '.join(rs) or '(none found in ' + str(recipes_dir()) + ')'}")
+        raise DatasetError(f"unknown dataset {name!r}; recipes: {', '.join(rs) or '(none found in ' + str(recipes_dir()) + ')'}")
     return rs[name]
 
 
@@ -68,14 +74,17 @@ def download(name: str, data_dir: str | Path | None = None) -> list[Path]:
             got.append(dest)
             continue
         if not f.get("url"):
-            raise SystemExit(f"{name}: no URL recorded for {f['path']}")
+            raise DatasetError(f"{name}: no URL recorded for {f['path']}; place the file there by hand")
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
         os.close(fd)
         try:
-            urllib.request.urlretrieve(f["url"], tmp)
+            try:
+                urllib.request.urlretrieve(f["url"], tmp)
+            except OSError as exc:  # URLError, HTTPError, a refused connection, a full disk
+                raise DatasetError(f"{f['url']}: download failed ({exc}); nothing written to {dest}") from exc
             if f.get("sha256") and sha256_file(tmp) != f["sha256"]:
-                raise SystemExit(f"{f['url']}: checksum mismatch, file discarded")
+                raise DatasetError(f"{f['url']}: checksum mismatch, file discarded")
             os.replace(tmp, dest)
         finally:
             if os.path.exists(tmp):

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from qe.errors import RecordError
+
+log = logging.getLogger("qe.data")
 
 KNOWN_FIELDS = ("id", "system", "dataset", "mr", "source", "refs", "output", "ratings", "metrics")
 
@@ -130,107 +133,286 @@ def _check_unique(records: list[Record], name: str) -> None:
         seen[r.id] = i
 
 
-def _read_jsonl(path: Path) -> list[Record]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for ln, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RecordError(f"{path}:{ln}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            out.append(record_from_dict(d, _where(path, ln, d.get("id") if isinstance(d, dict) else None),
-                                        default_id=f"{path.stem}-{ln}"))
-    return out
+# --------------------------------------------------------------------------------------------------- reading
+BOM = "\ufeff"
+FORMATS = ("jsonl", "json", "csv", "txt")
+_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".txt": "txt",
+                  ".text": "txt", "": "txt"}
 
 
-def _read_csv(path: Path) -> list[Record]:
-    out = []
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        if reader.fieldnames is None or "output" not in reader.fieldnames:
-            raise RecordError(f"{path}: CSV header must have an 'output' column (found {reader.fieldnames})")
-        for ln, row in enumerate(reader, 2):
-            where = _where(path, ln, row.get("id"))
-            d: dict[str, Any] = {}
-            for k, v in row.items():
-                if k is None:
-                    raise RecordError(f"{where}: more values than header columns")
-                if k.startswith("ratings."):
-                    d.setdefault("ratings", {})[k[8:]] = v
-                elif k.startswith("metrics."):
-                    d.setdefault("metrics", {})[k[8:]] = v
-                elif k in ("ratings", "metrics", "refs") and v and v.strip()[:1] in "[{":
-                    try:
-                        d[k] = json.loads(v)
-                    except json.JSONDecodeError as exc:
-                        raise RecordError(f"{where}: field {k!r} holds invalid JSON ({exc.msg})") from None
-                elif k == "refs":
-                    d[k] = [v] if v else []
+def strip_bom(text: str) -> str:
+    """``text`` without a leading UTF-8 byte-order mark (spreadsheets' "CSV UTF-8" writes one)."""
+    return text[1:] if text.startswith(BOM) else text
+
+
+def _physical_lines(text: str) -> list[str]:
+    """The file's lines as the csv module counts them (``\n``, ``\r\n`` or ``\r`` end a line), ends kept."""
+    import io
+
+    return io.StringIO(text, newline="").readlines()
+
+
+def _open_quote(line: str, delimiter: str = ",", quote: str = '"') -> int | None:
+    """Column (0-based) of the quote that opens a field left open at the end of ``line``; None if all close."""
+    in_quotes, at_field_start, opened = False, True, None
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if in_quotes:
+            if c == quote:
+                if i + 1 < len(line) and line[i + 1] == quote:
+                    i += 1
                 else:
-                    d[k] = v if v != "" or k == "output" else None
-            out.append(record_from_dict(d, where, default_id=f"{path.stem}-{ln}"))
+                    in_quotes = False
+        elif c == quote and at_field_start:
+            in_quotes, opened = True, i
+        at_field_start = (not in_quotes) and c == delimiter
+        i += 1
+    return opened if in_quotes else None
+
+
+def _field_start(lines: list[str], ln: int) -> str:
+    """The first line of the field that line ``ln`` (1-based) leaves open, for an error message."""
+    line = lines[ln - 1].rstrip("\r\n") if 0 < ln <= len(lines) else ""
+    col = _open_quote(line)
+    snippet = line[col:] if col is not None else line
+    return snippet if len(snippet) <= 60 else snippet[:57] + "..."
+
+
+def read_csv_rows(text: str, name: str, required: Iterable[str] = ()) -> tuple[list[str], list[tuple[int, dict]]]:
+    """Strict CSV: (header, [(line of the record's first line, {column: value})]).
+
+    Quoting is RFC 4180 with the csv module's ``strict`` mode: a quote left open to the end of the file, or text
+    after a closing quote (``"a"b``), is an error naming ``name:line`` of the record and the first line of the
+    offending field, so a missing quote can never swallow the rows after it. A quote inside an unquoted field
+    (``5'11"``) is kept as text, as spreadsheets read it. A field spans lines only inside closed quotes. Every
+    row must have as many fields as the header. Blank lines are skipped. A leading byte-order mark is dropped, so
+    header names are compared without it. After reading, the record count is checked against the file's
+    structure (data lines = records + the extra lines of multi-line fields + blank lines) and logged on the
+    ``qe.data`` logger as "N records read from NAME".
+    """
+    text = strip_bom(text)
+    lines = _physical_lines(text)
+    import io
+
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    blank = 0
+    spanning: list[tuple[int, int]] = []
+    while True:
+        first = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            msg = str(exc)
+            if "unexpected end of data" in msg or "EOF" in msg:
+                raise RecordError(
+                    f"{name}:{first}: a quoted field opened on this line is never closed "
+                    f"(it starts {_field_start(lines, first)!r}; it would swallow every following line); "
+                    f"close the quote or double it (\"\") inside the field") from None
+            last = reader.line_num
+            span = f" (the row runs from line {first} to line {last}: a quote opened on line {first} " \
+                   f"({_field_start(lines, first)!r}) closes only there)" if last > first else ""
+            raise RecordError(f"{name}:{last}: malformed CSV: {msg}{span}; a field with quotes must be quoted "
+                              f"as a whole, with inner quotes doubled (\"\")") from None
+        last = reader.line_num
+        if not row:
+            blank += last - first + 1
+            continue
+        if last > first:
+            spanning.append((first, last))
+        rows.append((first, row))
+    if not rows:
+        raise RecordError(f"{name}: empty CSV file (no header)")
+    header_line, header = rows[0]
+    header = [h.strip() for h in header]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise RecordError(f"{name}: CSV header must have {' and '.join(repr(c) for c in missing)} "
+                          f"column{'s' if len(missing) > 1 else ''} (found {header})")
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise RecordError(f"{name}:{header_line}: CSV header repeats column(s) {dup}")
+    out = []
+    for ln, row in rows[1:]:
+        if len(row) != len(header):
+            more = "more" if len(row) > len(header) else "fewer"
+            raise RecordError(f"{name}:{ln}: {len(row)} fields, {more} than the header's {len(header)} columns"
+                              + (" (the row spans several lines: check its quotes)" if any(a == ln for a, _ in
+                                                                                          spanning) else ""))
+        out.append((ln, dict(zip(header, row))))
+    extra_lines = sum(b - a for a, b in spanning)
+    expected = len(lines) - blank - extra_lines - 1  # every physical line is a header/record line, a continuation or blank
+    if expected != len(out):  # the csv module and the line count disagree: never go on silently
+        raise RecordError(f"{name}: read {len(out)} records, but its {len(lines)} lines imply {expected}")
+    log.info("%d record%s read from %s%s", len(out), "" if len(out) == 1 else "s", name,
+             f" ({len(spanning)} with fields over several lines)" if spanning else "")
+    return header, out
+
+
+def _jsonl_records(text: str, name: str, stem: str) -> list[Record]:
+    out = []
+    for ln, line in enumerate(strip_bom(text).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{name}:{ln}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        out.append(record_from_dict(d, _where(name, ln, d.get("id") if isinstance(d, dict) else None),
+                                    default_id=f"{stem}-{ln}"))
     return out
 
 
-def _read_txt(path: Path) -> list[Record]:
-    with open(path, encoding="utf-8") as f:
-        return [Record(id=f"{path.stem}-{i}", output=line.rstrip("\n")) for i, line in enumerate(f, 1)]
+def _json_records(text: str, name: str, stem: str) -> list[Record]:
+    try:
+        data = json.loads(strip_bom(text))
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, list):
+        raise RecordError(f"{name}: a .json file must hold a list of records (use .jsonl for one per line)")
+    return [record_from_dict(d, _where(name, None, d.get("id") if isinstance(d, dict) else None) +
+                             f" record {i + 1}", default_id=f"{stem}-{i + 1}") for i, d in enumerate(data)]
 
 
-def _first_bad_utf8_line(path: Path) -> tuple[int, int, bytes]:
-    """(line number, byte column, the offending bytes) of the first line that is not valid UTF-8."""
-    with open(path, "rb") as f:
-        for ln, raw in enumerate(f, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return ln, exc.start + 1, raw[exc.start:exc.end]
-    return 0, 0, b""
+def _csv_records(text: str, name: str, stem: str) -> list[Record]:
+    _, rows = read_csv_rows(text, name, required=("output",))
+    out = []
+    for ln, row in rows:
+        where = _where(name, ln, row.get("id") or None)
+        d: dict[str, Any] = {}
+        for k, v in row.items():
+            if k.startswith("ratings."):
+                d.setdefault("ratings", {})[k[8:]] = v
+            elif k.startswith("metrics."):
+                d.setdefault("metrics", {})[k[8:]] = v
+            elif k in ("ratings", "metrics", "refs") and v and v.strip()[:1] in "[{":
+                try:
+                    d[k] = json.loads(v)
+                except json.JSONDecodeError as exc:
+                    raise RecordError(f"{where}: field {k!r} holds invalid JSON ({exc.msg})") from None
+            elif k == "refs":
+                d[k] = [v] if v else []
+            else:
+                d[k] = v if v != "" or k == "output" else None
+        out.append(record_from_dict(d, where, default_id=f"{stem}-{ln}"))
+    return out
 
 
-def load_records(path: str | Path) -> list[Record]:
-    """Read records from ``.jsonl`` / ``.json`` (a list) / ``.csv`` / ``.txt``; validate every field.
+def _txt_records(text: str, name: str, stem: str) -> list[Record]:
+    lines = strip_bom(text).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [Record(id=f"{stem}-{i}", output=line[:-1] if line.endswith("\r") else line)
+            for i, line in enumerate(lines, 1)]
+
+
+_READERS = {"jsonl": _jsonl_records, "json": _json_records, "csv": _csv_records, "txt": _txt_records}
+
+
+def parse_records(text: str, fmt: str, name: str, stem: str | None = None) -> list[Record]:
+    """Records from the text of a file in ``fmt`` (jsonl / json / csv / txt); ``name`` is used in messages,
+    ``stem`` in generated ids (``<stem>-<line>``). Ids must be unique."""
+    if fmt not in _READERS:
+        raise RecordError(f"{name}: unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    stem = stem if stem is not None else Path(name).stem
+    recs = _READERS[fmt](text, name, stem)
+    _check_unique(recs, name)
+    if fmt != "csv":
+        log.info("%d record%s read from %s", len(recs), "" if len(recs) == 1 else "s", name)
+    return recs
+
+
+def read_records(stream: Any, fmt: str, name: str) -> list[Record]:
+    """Records from an open text stream (standard input, a pipe) in ``fmt``; see :func:`parse_records`."""
+    try:
+        text = stream.read()
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{name}: not valid UTF-8 (byte {exc.object[exc.start:exc.end]!r}); re-encode it as "
+                          "UTF-8") from None
+    if isinstance(text, bytes):
+        text = _decode(text, name)
+    return parse_records(text, fmt, name, stem="stdin" if name == "<stdin>" else None)
+
+
+def _decode(raw: bytes, name: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ln = raw[:exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise RecordError(f"{name}:{ln}: not valid UTF-8 (byte {raw[exc.start:exc.end]!r} at column {col}); "
+                          f"re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8") from None
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 file's text (a leading byte-order mark dropped); one line naming file:line:column if it is not
+    UTF-8, ``FileNotFoundError`` if it does not exist."""
+    p = Path(path)
+    if not p.exists() or p.is_dir():  # a named pipe or /dev/fd/N (process substitution) is read too
+        raise FileNotFoundError(f"{p}: no such file")
+    return strip_bom(_decode(p.read_bytes(), str(p)))
+
+
+def load_records(path: str | Path, fmt: str | None = None) -> list[Record]:
+    """Read records from ``.jsonl`` / ``.json`` (a list) / ``.csv`` / ``.txt`` (or the format ``fmt``); validate
+    every field. A leading UTF-8 byte-order mark is dropped.
 
     Files must be UTF-8: a file that is not raises :class:`RecordError` naming the first bad line and column.
     """
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such file")
-    try:
-        return _load_records(p)
-    except UnicodeDecodeError:
-        ln, col, bad = _first_bad_utf8_line(p)
-        raise RecordError(f"{p}:{ln}: not valid UTF-8 (byte {bad!r} at column {col}); re-encode the file as UTF-8, "
-                          f"e.g. iconv -f latin1 -t utf-8") from None
+    if fmt is None:
+        suf = p.suffix.lower()
+        if suf not in _SUFFIX_FORMAT:
+            raise ValueError(f"{p}: unknown format {suf!r}; use .jsonl, .json, .csv or .txt")
+        fmt = _SUFFIX_FORMAT[suf]
+    return parse_records(read_text(p), fmt, str(p), stem=p.stem)
 
 
-def _load_records(p: Path) -> list[Record]:
-    suf = p.suffix.lower()
-    if suf in (".jsonl", ".ndjson"):
-        recs = _read_jsonl(p)
-    elif suf == ".json":
-        data = json.loads(p.read_text(encoding="utf-8"))
-        if not isinstance(data, list):
-            raise RecordError(f"{p}: a .json file must hold a list of records (use .jsonl for one per line)")
-        recs = [record_from_dict(d, _where(p, i + 1), default_id=f"{p.stem}-{i + 1}") for i, d in enumerate(data)]
-    elif suf == ".csv":
-        recs = _read_csv(p)
-    elif suf in (".txt", ".text", ""):
-        recs = _read_txt(p)
-    else:
-        raise ValueError(f"{p}: unknown format {suf!r}; use .jsonl, .json, .csv or .txt")
-    _check_unique(recs, str(p))
-    return recs
+# ------------------------------------------------------------------------------------------- strict JSON out
+#: how +-inf is written in every output (JSON has no infinity; NaN, "no value", is written as null)
+POS_INF, NEG_INF = "inf", "-inf"
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every float NaN replaced by None and +-inf by ``"inf"`` / ``"-inf"``, at any depth (dicts,
+    lists, tuples; numpy scalars and arrays become Python numbers and lists), so that ``json.dumps(...,
+    allow_nan=False)`` accepts it and strict parsers (``jq``, JavaScript) read the result."""
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
+        return obj
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if math.isinf(obj):
+            return POS_INF if obj > 0 else NEG_INF
+        return obj
+    if isinstance(obj, dict):
+        return {str(k) if not isinstance(k, str) else k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    tolist = getattr(obj, "tolist", None)  # numpy scalars / arrays, torch tensors
+    if callable(tolist):
+        return json_safe(tolist())
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def dumps(obj: Any, **kwargs: Any) -> str:
+    """Strict JSON text of ``obj`` (see :func:`json_safe`); non-ASCII kept as is."""
+    kwargs.setdefault("ensure_ascii", False)
+    return json.dumps(json_safe(obj), allow_nan=False, **kwargs)
 
 
 def save_records(records: Iterable[Record], path: str | Path) -> Path:
+    """Write records as strict JSONL (NaN ratings and metrics, also in passed-through fields, become null)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         for r in records:
-            f.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+            f.write(dumps(r.to_dict()) + "\n")
     tmp.replace(p)
     return p

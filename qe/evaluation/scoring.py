@@ -112,13 +112,11 @@ def parse_scorer_specs(scorers: Mapping[str, Any] | None, models: Sequence[str] 
 
 def load_scorer(spec: ScorerSpec, device: str | None = None):
     """``qe.load`` with a message that names the config entry when the scorer does not exist."""
-    import qe
+    from qe.core.runtime import load_on_device
 
     opts = dict(spec.options)
-    if device and "device" not in opts:
-        opts["device"] = device
     try:
-        return qe.load(spec.model, **opts)
+        return load_on_device(spec.model, device, **opts)
     except KeyError as exc:
         msg = exc.args[0] if exc.args else str(exc)
         raise EvaluationConfigError(f"scorer {spec.label!r}: {msg}") from None
@@ -236,7 +234,6 @@ def read_metric_file(label: str, spec: Any, records: Sequence[Record]) -> tuple[
     the values (e.g. ``{seed: 1}``); after it, an id seen twice is an error unless ``reduce: mean`` (average of its
     rows). Every record needs a row (the error names the first ids without one); rows for ids not in the records
     are ignored. Returns (scores in record order, signature)."""
-    import csv
     import json
 
     spec = {"path": spec} if isinstance(spec, (str, Path)) else dict(spec or {})
@@ -250,17 +247,19 @@ def read_metric_file(label: str, spec: Any, records: Sequence[Record]) -> tuple[
         raise EvaluationConfigError(f"metric_files.{label}.reduce={reduce!r}: use error or mean")
     if not path.is_file():
         raise EvaluationConfigError(f"metric_files.{label}: {path} is not a file")
+    from qe.data.record import read_csv_rows, read_text
+
     rows: list[tuple[str, dict]] = []
-    with open(path, encoding="utf-8", newline="") as f:
-        if path.suffix == ".csv":
-            rows = [(f"{path}:{n}", row) for n, row in enumerate(csv.DictReader(f), 2)]
-        else:
-            for n, line in enumerate(f, 1):
-                if line.strip():
-                    try:
-                        rows.append((f"{path}:{n}", json.loads(line)))
-                    except json.JSONDecodeError as exc:
-                        raise EvaluationConfigError(f"{path}:{n}: not JSON ({exc.msg})") from None
+    text = read_text(path)  # UTF-8, byte-order mark dropped; the file and line of a bad byte named
+    if path.suffix == ".csv":
+        rows = [(f"{path}:{n}", row) for n, row in read_csv_rows(text, str(path))[1]]
+    else:
+        for n, line in enumerate(text.split("\n"), 1):
+            if line.strip():
+                try:
+                    rows.append((f"{path}:{n}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise EvaluationConfigError(f"{path}:{n}: not JSON ({exc.msg})") from None
     got: dict[str, list[float]] = {}
     for where, row in rows:
         if any(str(row.get(k)) != str(v) for k, v in flt.items()):
