@@ -80,6 +80,8 @@ _add(("cider-d", "cider"), _E(f"{_REF}.overlap:CIDErD", "CIDEr-D (pycocoevalcap 
 _add("ter", _E(f"{_REF}.ngram:TER", "TER (sacrebleu; lower is better; native multi-reference)"))
 _add("chrf", _E(f"{_REF}.ngram:CHRF", "chrF (sacrebleu, beta 2)"))
 _add("chrf++", _E(f"{_REF}.ngram:CHRF", "chrF++ (sacrebleu, word order 2)", word_order=2))
+_add("bertscore", _E(f"{_REF}.bertscore:BERTScore", "BERTScore F1 (bert-score package; offline MiniLM layer 6 by default, model=HF name; "
+                                                      "components precision/recall/f1; best reference)"))
 _add(("se", "string-edit"), _E(f"{_REF}.overlap:StringEdit",
                                "string-edit similarity (Reiter & Belz 2009: sub 2, ins/del 1, 1 - d/(|out|+|ref|), mean over references)",
                                mode="native"))

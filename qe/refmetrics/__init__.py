@@ -7,7 +7,8 @@
     qe.load("exports/svr").score(outputs, refs=refs)              # a trained SVR combiner (task=svr)
 
 Metric definitions, multi-reference modes and the handling of empty inputs: :mod:`qe.refmetrics.base`,
-:mod:`qe.refmetrics.ngram`, :mod:`qe.refmetrics.rouge`, :mod:`qe.refmetrics.overlap`. Registered names and the
+:mod:`qe.refmetrics.ngram`, :mod:`qe.refmetrics.rouge`, :mod:`qe.refmetrics.overlap`, :mod:`qe.refmetrics.bertscore`
+(BERTScore through the bert-score package). Registered names and the
 papers' presets: :data:`qe.registry.SCORERS` (``qe.refmetrics.describe()`` prints them).
 """
 from __future__ import annotations
