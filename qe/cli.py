@@ -6,7 +6,7 @@
     qe compare -m METRIC [-r REFS.txt ...] BASELINE SYSTEM [SYSTEM ...] [--paired-bs|--paired-ar] [--json]
     qe train <hydra overrides ...>             # same as python train.py ... (packaged configs)
     qe evaluate <hydra overrides ...>          # same as python evaluate.py ...
-    qe zoo list | build NAME | verify | command NAME
+    qe zoo list | build NAME | verify [NAME] | compare A B | pack NAME -o DIR | install ARCHIVE|URL | push NAME REPO | spread NAME
     qe list                                    # registered scorers and export kinds
     qe data list | verify [NAME] | download NAME
     qe --version
@@ -688,7 +688,7 @@ def _parser() -> argparse.ArgumentParser:
     c.set_defaults(fn=cmd_compare)
     sub.add_parser("train", help="train a model and write its export (Hydra overrides follow; packaged configs)")
     sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")
-    sub.add_parser("zoo", help="named models: list | build | verify | command (qe zoo -h)")
+    sub.add_parser("zoo", help="named models: list | build | verify | compare | pack | install | push | spread | command (qe zoo -h)")
     l_ = sub.add_parser("list", help="registered scorers and export kinds")
     l_.set_defaults(fn=cmd_list)
     d = sub.add_parser("data", help="public datasets: list, verify checksums, download")

@@ -3,6 +3,13 @@
 An export is written into a temporary sibling directory and renamed into place, so a crash never leaves a
 half-written export under the final name. Loading checks ``kind`` and ``format_version`` and says what was
 found and what was expected.
+
+Every export gets a model card, ``README.md`` (:mod:`qe.zoo.card`: what it scores, inputs, training data and licence,
+rebuild command, figures, limits, signature), and a functional fingerprint in its manifest (:mod:`qe.zoo.fingerprint`:
+the scores of a shipped probe set), both made from the finished export before it is renamed into place. The export
+checksum covers the files the scorer reads: the manifest and the card (``README.md``, at any depth, so the copied
+members of an ensemble too) describe them and are left out, so recording a fingerprint or rewriting a card never
+changes a model's checksum.
 """
 from __future__ import annotations
 
@@ -20,7 +27,11 @@ from qe.errors import ExportError
 from qe.version import __version__
 
 MANIFEST = "qe_export.json"
+#: the model card (qe.zoo.card); like the manifest, outside the export checksum
+CARD = "README.md"
 FORMAT_VERSION = 1
+#: files that describe an export rather than make it up: not covered by :func:`export_checksum`
+DESCRIPTIVE = (MANIFEST, CARD)
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -41,17 +52,18 @@ def sha256_files(paths: list[Path]) -> str:
 
 
 def export_checksum(export_dir: str | Path) -> str:
-    """sha256 over every file of the export except the manifest (stable under renames of the directory)."""
+    """sha256 over every file of the export except the manifest and the model card (stable under renames of the
+    directory)."""
     d = Path(export_dir)
-    files = sorted(p for p in d.rglob("*") if p.is_file() and p.name != MANIFEST)
+    files = sorted(p for p in d.rglob("*") if p.is_file() and p.name not in DESCRIPTIVE)
     return sha256_files(files)
 
 
 def file_checksums(export_dir: str | Path) -> dict[str, str]:
-    """``{relative path: sha256}`` of every file of the export except the manifest."""
+    """``{relative path: sha256}`` of every file of the export except the manifest and the model card."""
     d = Path(export_dir)
     return {p.relative_to(d).as_posix(): sha256_file(p)
-            for p in sorted(d.rglob("*")) if p.is_file() and p.name != MANIFEST}
+            for p in sorted(d.rglob("*")) if p.is_file() and p.name not in DESCRIPTIVE}
 
 
 @contextlib.contextmanager
@@ -63,8 +75,10 @@ def export_writer(
     metrics: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
     overwrite: bool = True,
+    card: bool = True,
 ) -> Iterator[Path]:
-    """Yield a temporary directory to write files into; on success write the manifest and rename it to ``dest``.
+    """Yield a temporary directory to write files into; on success write the manifest, the fingerprint and the model
+    card (``card=False``: neither; the export then has no README.md) and rename it to ``dest``.
 
     >>> with export_writer("exports/lm", kind="slor", config=cfg) as tmp:
     ...     save_file(tensors, tmp / "model.safetensors")
@@ -94,6 +108,10 @@ def export_writer(
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
             f.write("\n")
+        if card:
+            from qe.zoo.card import finish_export
+
+            finish_export(tmp, final=dest)
         apply_umask(tmp)
         if dest.exists():
             old = dest.with_name(f".{dest.name}.old-{os.getpid()}")

@@ -226,13 +226,21 @@ def describe(prefix: str | None = None) -> str:
 
 
 def load(name_or_path: str | Path, **options: Any):
-    """Return a scorer for an export directory, a registered scorer name, or a named model of the zoo built into
-    ``$QE_MODELS`` (:mod:`qe.zoo`; a zoo name that is not built raises KeyError with its build command).
+    """Return a scorer for an export directory, a registered scorer name, a named model of the zoo built into
+    ``$QE_MODELS`` (:mod:`qe.zoo`; a zoo name that is not built raises KeyError with its build command), or a model
+    archive (``qe zoo pack``): a local ``.qe.tar.gz`` file or a URL, ``file://``, ``http(s)://`` and any protocol of
+    the user's fsspec back-ends (``s3://``, ``gs://``; ``hf://`` through huggingface_hub). An archive is downloaded
+    into the zoo cache keyed by its sha256 and verified before use (:mod:`qe.zoo.archive`); ``sha256="<hex>"`` (or a
+    ``#sha256=<hex>`` URL fragment) also pins the archive itself.
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
     from qe.export import MANIFEST, read_manifest
+    from qe.zoo.archive import fetch_export, is_archive
 
+    if is_archive(name_or_path):
+        sha256 = options.pop("sha256", None)
+        return load(fetch_export(str(name_or_path), sha256=sha256), **options)
     path = Path(str(name_or_path)).expanduser()
     if path.is_dir():
         manifest = read_manifest(path)

@@ -6,7 +6,10 @@ This module is deliberately tiny (no torch, no Hydra): :func:`qe.load` and ``qe 
     qe zoo build slor-word-brown-wt2      # -> $QE_MODELS/slor-word-brown-wt2
     qe zoo list
 
-Models are built into ``$QE_MODELS`` (default ``~/.cache/qe/models``), one export directory per name.
+Models are built into ``$QE_MODELS`` (default ``~/.cache/qe/models``), one export directory per name. They travel as
+verified archives (:mod:`qe.zoo.archive`: ``qe zoo pack`` / ``install`` / ``push``, ``qe.load(URL)``); each export
+carries a model card (:mod:`qe.zoo.card`) and a functional fingerprint (:mod:`qe.zoo.fingerprint`: ``qe zoo verify``
+/ ``compare`` say bit-identical, equivalent or different).
 """
 from __future__ import annotations
 

@@ -5,7 +5,13 @@
     qe zoo build                      # every model whose recipe is final
     qe zoo build NAME --gpu           # the GPU schedule (gpu_overrides on top of the CPU recipe)
     qe zoo command NAME               # the qe train command a recipe runs
-    qe zoo verify [NAME...]           # files still match the manifest and the recorded checksum
+    qe zoo verify [NAME...]           # bit-identical / equivalent / different from the recorded build
+    qe zoo compare A B                # the same for two models (names, exports, archives, URLs, fingerprint files)
+    qe zoo fingerprint NAME -o F      # a model's identity (checksum + probe-set scores + validation figures)
+    qe zoo pack NAME|EXPORT -o DIR    # one verified archive: DIR/NAME.qe.tar.gz (qe.zoo.archive)
+    qe zoo install ARCHIVE|URL        # -> $QE_MODELS/NAME, checksums verified before use
+    qe zoo push NAME USER/REPO        # publish the archive to the Hugging Face Hub (huggingface_hub)
+    qe zoo build NAME --seed S        # the recipe with another seed (seed spread; into --models-dir)
 
 (``python -m experiments.zoo ...`` in a clone is the same program.) Recipes and builder ship in the package, so a
 wheel alone builds models; the data they read comes from the data directory (``$QE_DATA_DIR``, see ``qe data``).
@@ -28,6 +34,17 @@ learning curve).
 Resume equality: a build interrupted at the end of an epoch and resumed gives the same checksum as an uninterrupted
 one (tests/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
 resumes but is not guaranteed to be bit-identical (the data order of the interrupted epoch restarts).
+
+Identity: the checksum holds for one machine and software stack. Every export also records a functional fingerprint
+(:mod:`qe.zoo.fingerprint`: scores of a probe set shipped in the package, validation figures), kept in the build
+record too; ``verify`` compares the model with the record (or ``--against`` another model or a published
+fingerprint file) and says *bit-identical*, *equivalent* (within the kind's documented tolerance) or *different*
+(with the largest differences). Exit status: 0 when every model is bit-identical or equivalent, 1 otherwise.
+
+Seed spread (issue 26, point 3): ``qe zoo --models-dir DIR build NAME --seed S`` builds the recipe with seed ``S``
+(``seed=S``, or ``protocol.seeds=[S]`` for RatPred) into another models directory, and ``qe zoo spread NAME --seeds
+1 2 3`` builds one per seed under ``<models>/.spread/<name>/seed-<S>/`` and prints the validation figures' mean and
+sd over the seeds.
 """
 from __future__ import annotations
 
@@ -42,11 +59,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from qe import zoo as _names
+from qe.errors import ExportError, MissingDependencyError
 from qe.export import MANIFEST, export_checksum, read_manifest, verify_checksum
+from qe.zoo import card
+from qe.zoo import fingerprint as fpm
 
 
 class ZooError(Exception):
-    """A zoo request that cannot be carried out (unknown name, pending recipe, failed build): one line for the user."""
+    """A zoo request that cannot be carried out (unknown name, pending recipe, failed build, refused archive): one
+    line for the user (``qe zoo`` prints it and exits with status 2)."""
 
 
 def display_command(cmd: list[str]) -> str:
@@ -218,15 +239,32 @@ def _env(threads: int) -> dict[str, str]:
     return env
 
 
-def recipe_overrides(recipe: Recipe, models: Path, *, gpu: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
-    """The recipe's qe train overrides (GPU schedule on top when ``gpu``), ``{models}`` filled in."""
-    ov = list(recipe.overrides) + (list(recipe.gpu_overrides) if gpu else []) + list(extra)
-    return [o.replace("{models}", str(models)) for o in ov]
+def with_seed(overrides: list[str] | tuple[str, ...], seed: int) -> list[str]:
+    """The overrides with every seed replaced by ``seed`` (``seed=``, RatPred's ``protocol.seeds=[...]``); a recipe
+    that names no seed gets ``seed=S``."""
+    out, seen = [], False
+    for o in overrides:
+        if o.startswith("seed="):
+            o, seen = f"seed={seed}", True
+        elif o.startswith("protocol.seeds="):
+            o, seen = f"protocol.seeds=[{seed}]", True
+        out.append(o)
+    return out if seen else [*out, f"seed={seed}"]
+
+
+def recipe_overrides(recipe: Recipe, models: Path, *, gpu: bool = False, extra: tuple[str, ...] = (),
+                     seed: int | None = None) -> list[str]:
+    """The recipe's qe train overrides (GPU schedule on top when ``gpu``; ``seed`` replaces the recipe's seed),
+    ``{models}`` filled in."""
+    ov = list(recipe.overrides) + (list(recipe.gpu_overrides) if gpu else [])
+    if seed is not None:
+        ov = with_seed(ov, seed)
+    return [o.replace("{models}", str(models)) for o in ov + list(extra)]
 
 
 def train_command(recipe: Recipe, models: Path, build_dir: Path, *, gpu: bool = False,
-                  extra: tuple[str, ...] = ()) -> list[str]:
-    return [sys.executable, "-m", "qe", "train", *recipe_overrides(recipe, models, gpu=gpu, extra=extra),
+                  extra: tuple[str, ...] = (), seed: int | None = None) -> list[str]:
+    return [sys.executable, "-m", "qe", "train", *recipe_overrides(recipe, models, gpu=gpu, extra=extra, seed=seed),
             f"hydra.run.dir={build_dir / 'run'}", f"paths.root_dir={build_dir}", f"export_dir={build_dir / 'export'}",
             "ckpt_path=last", "export=true"]
 
@@ -252,11 +290,13 @@ def _record_path(models: Path, name: str) -> Path:
 
 
 def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False, extra: tuple[str, ...] = (),
-          install: bool = True, force: bool = False, keep_build: bool = False, quiet: bool = False) -> str | None:
+          install: bool = True, force: bool = False, keep_build: bool = False, quiet: bool = False,
+          seed: int | None = None) -> str | None:
     """Build ``name`` into ``models_dir`` and return its checksum.
 
     ``install=False`` trains in the build directory and stops there (what an interruption leaves behind; with
-    ``extra`` such as ``trainer.max_epochs=1``, the tests' "interrupted half-way"). A rerun resumes.
+    ``extra`` such as ``trainer.max_epochs=1``, the tests' "interrupted half-way"). A rerun resumes. ``seed``
+    replaces the recipe's seed (seed spread; build into another ``models_dir``); dependencies keep their recipes.
     """
     recipe = get_recipe(name)
     if not recipe.buildable:
@@ -273,9 +313,12 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
             build(dep, models, gpu=gpu, keep_build=keep_build, quiet=quiet)
     build_dir = models / ".build" / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    cmd = train_command(recipe, models, build_dir, gpu=gpu, extra=extra)
+    cmd = train_command(recipe, models, build_dir, gpu=gpu, extra=extra, seed=seed)
     stamp = build_dir / "recipe.json"
-    schedule = {"name": name, "gpu": gpu, "overrides": recipe_overrides(recipe, models, gpu=gpu), "threads": recipe.threads}
+    schedule = {"name": name, "gpu": gpu, "overrides": recipe_overrides(recipe, models, gpu=gpu, seed=seed),
+                "threads": recipe.threads}
+    if seed is not None:
+        schedule["seed"] = seed
     if stamp.is_file():
         old = json.loads(stamp.read_text())
         if old != schedule:
@@ -299,6 +342,9 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
     if not install:
         return checksum(export) if (export / MANIFEST).is_file() else None
     digest = checksum(export)
+    # the card names the zoo command (the manifest and the card are outside the checksum: the bits do not change)
+    zoo_cmd = _names.build_command(name) + (f" --seed {seed}" if seed is not None else "") + (" --gpu" if gpu else "")
+    card.refresh(export, rebuild={"zoo": zoo_cmd, "zoo_name": name, "command": display_command(cmd)})
     if final.exists():  # --force: replace atomically
         old = models / ".build" / f".{name}.old"
         shutil.rmtree(old, ignore_errors=True)
@@ -307,8 +353,9 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(export, final)
-    rec = {**schedule, "checksum": digest, "command": display_command(cmd), "build_seconds": round(time.time() - t0, 1),
-           "recipe": asdict(recipe)}
+    manifest = read_manifest(final)
+    rec = {**schedule, "kind": manifest["kind"], "checksum": digest, "fingerprint": manifest.get("fingerprint"),
+           "command": display_command(cmd), "build_seconds": round(time.time() - t0, 1), "recipe": asdict(recipe)}
     _record_path(models, name).parent.mkdir(parents=True, exist_ok=True)
     _record_path(models, name).write_text(json.dumps(rec, indent=2) + "\n")
     # the run's figures outlive the build directory: RatPred's results.json / predictions.jsonl (the cross-validated
@@ -331,8 +378,61 @@ RUN_FILES = ("results.json", "predictions.jsonl", "dev_predictions.jsonl", "grue
              "csv/version_0/metrics.csv", "csv/version_0/hparams.yaml")
 
 
-def verify(names: list[str], models_dir: str | Path | None = None) -> int:
+def _identity(spec: str, models_dir: str | Path | None, *, live: bool = False) -> fpm.Identity:
+    """What ``spec`` names, as an identity: a zoo name built in the models directory, an export directory, an
+    archive (path or URL; fetched and verified), or a fingerprint file (``qe zoo fingerprint -o``, a build record)."""
+    from qe.zoo import archive
+
+    p = Path(spec).expanduser()
+    if (p / MANIFEST).is_file():
+        return fpm.identity_of_export(p, live=live)
+    if archive.is_archive(spec):
+        return fpm.identity_of_export(archive.fetch_export(spec, models_dir=models_dir), live=live, source=spec)
+    if p.is_file() and p.suffix == ".json":
+        return fpm.identity_of_json(p)
+    built = _names.model_path(spec, models_dir)
+    if (built / MANIFEST).is_file():
+        return fpm.identity_of_export(built, live=live, source=spec)
+    if spec in _names.NAMES:
+        raise ZooError(_names.not_built_message(spec))
+    raise ZooError(f"{spec}: not a zoo name built in {_names.models_dir(models_dir)}, an export directory, an archive, "
+                   f"a URL or a fingerprint .json file")
+
+
+def _reference(name: str, models: Path, manifest: dict) -> fpm.Identity | None:
+    """The recorded build of ``name``: its zoo record (build or install), else the fingerprint in its manifest."""
+    rec = _record_path(models, name)
+    if rec.is_file():
+        ident = fpm.identity_of_json(rec)
+        ident.kind = ident.kind or manifest["kind"]
+        ident.source = f"the recorded build ({rec})"
+        if not fpm.has_scores(ident.fingerprint) and fpm.has_scores(manifest.get("fingerprint")) \
+                and ident.checksum == manifest.get("checksum"):
+            ident.fingerprint = manifest["fingerprint"]
+        return ident
+    if fpm.has_scores(manifest.get("fingerprint")):
+        return fpm.Identity(f"the fingerprint recorded in {models / name / MANIFEST}", manifest["kind"],
+                            manifest.get("checksum"), manifest["fingerprint"])
+    return None
+
+
+def _print_verdict(label: str, v: fpm.Verdict, ref: str) -> None:
+    word = {"bit-identical": "to", "equivalent": "to", "different": "from"}[v.status]
+    head, _, rest = v.summary.partition(":")
+    print(f"{label}: {v.status} {word} {ref}" + (f" ({rest.strip()})" if rest else ""))
+    for d in v.details:
+        print(f"    {d}")
+
+
+def verify(names: list[str], models_dir: str | Path | None = None, *, against: str | None = None) -> int:
+    """For each built model: its files still match its manifest, and it is bit-identical / equivalent / different
+    compared with the recorded build (``against``: another model, archive, URL or fingerprint file). A model whose
+    checksum differs from the reference is scored on its probe set now (its own, current behaviour). Returns 0 when
+    every model is bit-identical or equivalent."""
     models = _names.models_dir(models_dir)
+    for n in names or []:
+        if not (models / n / MANIFEST).is_file():
+            get_recipe(n)  # an unknown name is an error naming the known ones
     bad = 0
     for name in names or [n for n in RECIPES if (models / n / MANIFEST).is_file()]:
         path = models / name
@@ -343,17 +443,72 @@ def verify(names: list[str], models_dir: str | Path | None = None) -> int:
         try:
             digest = checksum(path)
         except Exception as exc:  # noqa: BLE001 - report every model
-            print(f"{name}: FAILED {exc}")
+            print(f"{name}: FAILED {' '.join(str(exc).split())}")
             bad += 1
             continue
-        rec = _record_path(models, name)
-        want = json.loads(rec.read_text()).get("checksum") if rec.is_file() else None
-        if want and want != digest:
-            print(f"{name}: FAILED checksum {digest} != recorded at build time {want}")
+        manifest = read_manifest(path)
+        try:
+            ref = _identity(against, models_dir) if against else _reference(name, models, manifest)
+            if ref is None:
+                print(f"{name}: ok {digest} (files match the manifest; no build record or fingerprint to compare with)")
+                continue
+            current = fpm.Identity(str(path), manifest["kind"], digest, None, path)  # rescored if bits differ
+            v = fpm.compare(ref, current)
+        except (ExportError, ZooError) as exc:
+            print(f"{name}: FAILED {' '.join(str(exc).split())}")
             bad += 1
-        else:
-            print(f"{name}: ok {digest}")
+            continue
+        _print_verdict(name, v, ref.source)
+        bad += not v.same
     return 1 if bad else 0
+
+
+def compare(a: str, b: str, models_dir: str | Path | None = None, *, live: bool = False,
+            as_json: bool = False) -> int:
+    """``qe zoo compare A B``: bit-identical / equivalent / different (0, 0, 1). ``live`` rescores both exports'
+    probe sets instead of using their recorded fingerprints."""
+    ia, ib = _identity(a, models_dir, live=live), _identity(b, models_dir, live=live)
+    v = fpm.compare(ia, ib)
+    if as_json:
+        print(json.dumps({"a": ia.source, "b": ib.source, **v.to_json()}, indent=2))
+    else:
+        _print_verdict(f"{b}", v, a)
+    return 0 if v.same else 1
+
+
+def fingerprint(spec: str, models_dir: str | Path | None = None, *, out: str | None = None, live: bool = False) -> int:
+    """Print (or write to ``out``) a model's identity: kind, checksum, fingerprint - the file a model's publisher
+    gives so that others can ``qe zoo verify NAME --against FILE`` their rebuild."""
+    ident = _identity(spec, models_dir, live=live)
+    if not fpm.has_scores(ident.fingerprint):
+        ident.ensure_fingerprint()
+    text = json.dumps({k: v for k, v in ident.to_json().items() if k != "source"}, indent=2) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        print(f"{spec}: fingerprint written to {out} (checksum {str(ident.checksum)[:12]}, "
+              f"{ident.fingerprint['n']} probes of {ident.fingerprint['probe_set']!r})")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def spread(name: str, seeds: list[int], models_dir: str | Path | None = None, *, gpu: bool = False) -> int:
+    """Build ``name`` once per seed into ``<models>/.spread/<name>/seed-<S>/`` (resumable, like every build) and print
+    each validation figure's mean and sd over the seeds: what a rebuild elsewhere should give (issue 26, point 3)."""
+    import statistics
+
+    models = _names.models_dir(models_dir)
+    figures: dict[str, list[float]] = {}
+    for s in seeds:
+        where = models / ".spread" / name / f"seed-{s}"
+        build(name, where, gpu=gpu, seed=s)
+        for k, v in fpm.validation_figures(read_manifest(where / name)).items():
+            figures.setdefault(k, []).append(v)
+    print(f"{name}: validation figures over seeds {', '.join(map(str, seeds))} (mean ± sd)")
+    for k, vals in figures.items():
+        sd = statistics.stdev(vals) if len(vals) > 1 else float("nan")
+        print(f"  {k:40s} {statistics.fmean(vals):.4f} ± {sd:.4f}  ({', '.join(f'{v:.4f}' for v in vals)})")
+    return 0
 
 
 def list_models(models_dir: str | Path | None = None, verbose: bool = False) -> int:
@@ -379,6 +534,17 @@ def list_models(models_dir: str | Path | None = None, verbose: bool = False) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``qe zoo ...``. Errors a user can act on (unknown name, refused archive, missing package) are raised as one-line
+    :class:`ZooError` (the ``qe`` CLI prints it and exits with status 2)."""
+    try:
+        return _main(argv)
+    except (ExportError, MissingDependencyError, FileNotFoundError) as exc:
+        raise ZooError(" ".join(str(exc.args[0] if exc.args else exc).split())) from exc
+
+
+def _main(argv: list[str] | None = None) -> int:
+    from qe.zoo import archive
+
     ap = argparse.ArgumentParser(prog="qe zoo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--models-dir", default=None, help=f"default: ${_names.ENV_VAR} or {_names.DEFAULT_DIR}")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -387,25 +553,78 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--gpu", action="store_true", help="the GPU schedule (gpu_overrides)")
     b.add_argument("--force", action="store_true", help="rebuild a model that is already built")
     b.add_argument("--keep-build", action="store_true", help="keep <models>/.build/<name> (checkpoints, logs)")
+    b.add_argument("--seed", type=int, default=None,
+                   help="replace the recipe's seed (seed spread; use another --models-dir)")
     lp = sub.add_parser("list", help="names, schedules, built or not")
     lp.add_argument("-v", "--verbose", action="store_true")
-    v = sub.add_parser("verify", help="check built models' files against manifest and recorded checksum")
+    v = sub.add_parser("verify", help="bit-identical / equivalent / different from the recorded build")
     v.add_argument("names", nargs="*")
+    v.add_argument("--against", default=None,
+                   help="compare with this model instead: zoo name, export, archive, URL or fingerprint .json")
+    cp = sub.add_parser("compare", help="bit-identical / equivalent / different: two models")
+    cp.add_argument("a", help="zoo name, export directory, archive, URL or fingerprint .json")
+    cp.add_argument("b")
+    cp.add_argument("--live", action="store_true", help="score both probe sets now instead of using the recorded")
+    cp.add_argument("--json", action="store_true")
+    fp = sub.add_parser("fingerprint", help="a model's identity: checksum, probe-set scores, validation figures")
+    fp.add_argument("model", help="zoo name, export directory, archive or URL")
+    fp.add_argument("-o", "--output", default=None, help="write the JSON here (default: print it)")
+    fp.add_argument("--live", action="store_true", help="score the probe set now instead of using the recorded")
+    pk = sub.add_parser("pack", help="one verified archive of a model: OUT/NAME.qe.tar.gz (+ .sha256)")
+    pk.add_argument("model", help="zoo name or export directory")
+    pk.add_argument("-o", "--out", default=".", help="output folder (default: .)")
+    pk.add_argument("--name", default=None, help="the name inside the archive (default: zoo name / folder name)")
+    ins = sub.add_parser("install", help="verify an archive (path or URL) and install it into the models directory")
+    ins.add_argument("source", help="archive path, file://, http(s)://, s3://, hf://USER/REPO/FILE ...")
+    ins.add_argument("--name", default=None, help="install under this name (default: the archive's)")
+    ins.add_argument("--force", action="store_true", help="replace another model of that name")
+    ins.add_argument("--sha256", default=None, help="the archive's expected sha256 (its .sha256 file)")
+    pu = sub.add_parser("push", help="publish a model to the Hugging Face Hub (needs huggingface_hub and a token)")
+    pu.add_argument("model", help="zoo name or export directory")
+    pu.add_argument("repo", help="USER/REPO on the Hub")
+    pu.add_argument("--private", action="store_true")
+    pu.add_argument("--revision", default=None)
+    sp = sub.add_parser("spread", help="build a recipe with several seeds; mean and sd of its validation figures")
+    sp.add_argument("name")
+    sp.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    sp.add_argument("--gpu", action="store_true")
     c = sub.add_parser("command", help="print the qe train command of a recipe")
     c.add_argument("name")
     c.add_argument("--gpu", action="store_true")
+    c.add_argument("--seed", type=int, default=None)
     a = ap.parse_args(argv)
     if a.cmd == "list":
         return list_models(a.models_dir, a.verbose)
     if a.cmd == "verify":
-        return verify(a.names, a.models_dir)
+        return verify(a.names, a.models_dir, against=a.against)
+    if a.cmd == "compare":
+        return compare(a.a, a.b, a.models_dir, live=a.live, as_json=a.json)
+    if a.cmd == "fingerprint":
+        return fingerprint(a.model, a.models_dir, out=a.output, live=a.live)
+    if a.cmd == "pack":
+        dest = archive.pack(a.model, a.out, name=a.name, models_dir=a.models_dir)
+        meta = archive.read_meta(dest)
+        print(f"{dest}\n  sha256 {archive.sha256_of(dest)}  ({meta['kind']}, export checksum "
+              f"{meta['export_checksum'][:12]}, {len(meta['files'])} files)")
+        return 0
+    if a.cmd == "install":
+        path, meta, done = archive.install(a.source, a.models_dir, name=a.name, force=a.force, sha256=a.sha256)
+        state = "installed" if done else "already installed"
+        print(f"{path.name}: {state} at {path} (verified; export checksum {meta['export_checksum'][:12]})")
+        return 0
+    if a.cmd == "push":
+        url = archive.push(a.model, a.repo, models_dir=a.models_dir, private=a.private, revision=a.revision)
+        print(f"pushed; load it with qe.load({url!r}) or: qe zoo install {url}")
+        return 0
+    if a.cmd == "spread":
+        return spread(a.name, a.seeds, a.models_dir, gpu=a.gpu)
     if a.cmd == "command":
         models = _names.models_dir(a.models_dir)
-        cmd = train_command(get_recipe(a.name), models, models / ".build" / a.name, gpu=a.gpu)
+        cmd = train_command(get_recipe(a.name), models, models / ".build" / a.name, gpu=a.gpu, seed=a.seed)
         print(display_command(cmd))
         return 0
     names = a.names or [n for n, r in RECIPES.items() if r.status == "final"]
-    sums = {n: build(n, a.models_dir, gpu=a.gpu, force=a.force, keep_build=a.keep_build) for n in names}
+    sums = {n: build(n, a.models_dir, gpu=a.gpu, force=a.force, keep_build=a.keep_build, seed=a.seed) for n in names}
     print("\n".join(f"{n}  {s}" for n, s in sums.items()))
     return 0
 

@@ -1,0 +1,505 @@
+"""Models that travel: one archive per model, verified before use.
+
+    qe zoo pack slor-word-domain -o dist/              # -> dist/slor-word-domain.qe.tar.gz (+ .sha256)
+    qe zoo install dist/slor-word-domain.qe.tar.gz     # -> $QE_MODELS/slor-word-domain
+    qe zoo install https://host/models/slor-word-domain.qe.tar.gz#sha256=<hex>
+    qe.load("https://host/models/slor-word-domain.qe.tar.gz")   # or file://, s3://, gs://, hf://USER/REPO/FILE
+    qe zoo push slor-word-domain USER/REPO             # the Hugging Face Hub (needs huggingface_hub and a token)
+
+An archive (``<name>.qe.tar.gz``) is a gzip-compressed tar holding ``qe_archive.json`` (first member) and the export
+directory ``<name>/`` (manifest, model card, weights, tokenizer). ``qe_archive.json`` records the name, kind, export
+checksum, functional fingerprint and the SHA-256 of **every** file of the export, manifest and card included. Packing
+is reproducible: members sorted, owners and modes normalised, time stamps set from the manifest's ``created``, gzip
+header without a time stamp, so packing one export twice gives one archive checksum (written beside it as
+``<archive>.sha256`` in ``sha256sum`` format).
+
+Reading an archive (:func:`fetch_export`, :func:`install`) never trusts it before it is checked: the archive's own
+SHA-256 against the one given (``sha256=``, ``--sha256`` or a ``#sha256=<hex>`` URL fragment) when given; every
+member must be a plain file or folder inside ``<name>/`` (no links, devices, absolute paths or ``..``; extraction
+uses tarfile's ``data`` filter besides); every extracted file against ``qe_archive.json`` (a stray, missing or
+changed file is refused); the export against its own manifest and the recorded export checksum. Only then is it
+moved into place. A truncated, tampered or foreign archive is refused with one line naming it
+(:class:`ArchiveError`). Nothing is unpickled: exports hold safetensors weights and JSON/text files only.
+
+Remote sources are read through fsspec (``http(s)://``, ``s3://``, ``gs://`` ... with the user's own fsspec
+back-ends) and ``hf://`` through huggingface_hub's fsspec file system when it is installed; qe has no downloader of
+its own. Downloads land in ``<models>/.cache/archives/<sha256>.qe.tar.gz`` (keyed by the archive's checksum) and a
+verified extraction in ``<models>/.cache/exports/<sha256>/<name>/``; ``urls.json`` there remembers which URL gave
+which archive, so a second ``qe.load(URL)`` reuses the cache when the server's ETag / Last-Modified / size (or the
+Hub's LFS sha256) still match, or when the checksum is given.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from qe.errors import ExportError, MissingDependencyError
+
+ARCHIVE_SUFFIX = ".qe.tar.gz"
+ARCHIVE_SUFFIXES = (ARCHIVE_SUFFIX, ".tar.gz", ".tgz")
+ARCHIVE_MANIFEST = "qe_archive.json"
+ARCHIVE_FORMAT = "qe-archive"
+ARCHIVE_VERSION = 1
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_HEX = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
+_CHUNK = 1 << 20
+
+
+class ArchiveError(ExportError):
+    """An archive that cannot be used: truncated, tampered, not a qe archive, or not reachable. One line."""
+
+
+# ------------------------------------------------------------------------------------------------------- helpers
+def is_url(source: str | os.PathLike) -> bool:
+    return bool(_URL.match(str(source)))
+
+
+def is_archive(source: str | os.PathLike) -> bool:
+    """A URL, or a local file whose name ends like an archive."""
+    s = str(source)
+    return is_url(s) or (s.lower().endswith(ARCHIVE_SUFFIXES) and Path(s).expanduser().is_file())
+
+
+def split_fragment(url: str) -> tuple[str, str | None]:
+    """``("https://h/x.qe.tar.gz", "<hex>")`` for ``https://h/x.qe.tar.gz#sha256=<hex>``."""
+    if "#" not in url:
+        return url, None
+    base, frag = url.split("#", 1)
+    m = re.fullmatch(r"sha256=([0-9A-Fa-f]{64})", frag)
+    if not m:
+        raise ArchiveError(f"{url}: URL fragment {frag!r} is not sha256=<64 hex digits>")
+    return base, m.group(1).lower()
+
+
+def _check_sha(sha256: str | None, what: str) -> str | None:
+    if sha256 is None:
+        return None
+    s = str(sha256).strip().lower()
+    if not _HEX.match(s):
+        raise ArchiveError(f"{what}: sha256 {sha256!r} is not 64 hex digits")
+    return s
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def cache_dir(models_dir: str | os.PathLike | None = None) -> Path:
+    """``<models>/.cache`` (the zoo's cache folder; RatPred's sentence vectors live beside)."""
+    from qe import zoo
+
+    return zoo.models_dir(models_dir) / ".cache"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+# ----------------------------------------------------------------------------------------------------------- pack
+def resolve_export(source: str | os.PathLike, models_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """(export dir, name) for a zoo name built in the models directory or an export directory."""
+    from qe import zoo
+    from qe.export import MANIFEST
+
+    p = Path(str(source)).expanduser()
+    if (p / MANIFEST).is_file():
+        return p.resolve(), p.resolve().name
+    built = zoo.model_path(str(source), models_dir)
+    if (built / MANIFEST).is_file():
+        return built.resolve(), str(source)
+    if str(source) in zoo.NAMES:
+        raise ExportError(zoo.not_built_message(str(source)))
+    raise ExportError(f"{source}: neither an export directory nor a zoo name built in {zoo.models_dir(models_dir)}")
+
+
+def _mtime(manifest: dict[str, Any]) -> int:
+    try:
+        return int(_dt.datetime.fromisoformat(str(manifest.get("created"))).timestamp())
+    except (TypeError, ValueError):
+        return 0
+
+
+def pack(source: str | os.PathLike, out_dir: str | os.PathLike, *, name: str | None = None,
+         models_dir: str | os.PathLike | None = None) -> Path:
+    """Write ``<out_dir>/<name>.qe.tar.gz`` (and ``.sha256``) for a zoo name or an export directory.
+
+    The export is checked against its manifest first. Its recorded fingerprint travels in ``qe_archive.json``;
+    an export written before fingerprints existed is scored on its probe set now (the manifest is not changed).
+    """
+    from qe.export import export_checksum, read_manifest, verify_checksum
+    from qe.zoo import fingerprint as fpm
+
+    export, default_name = resolve_export(source, models_dir)
+    name = name or default_name
+    if not _NAME.match(name):
+        raise ArchiveError(f"{name!r}: an archive name uses letters, digits and _ . @ + - only")
+    manifest = read_manifest(export)
+    verify_checksum(export, manifest)
+    fp = manifest.get("fingerprint")
+    if not fpm.has_scores(fp):
+        fp = fpm.compute(export, manifest)
+    files = sorted(p for p in export.rglob("*") if p.is_file())
+    meta = {"format": ARCHIVE_FORMAT, "archive_version": ARCHIVE_VERSION, "name": name, "kind": manifest["kind"],
+            "export_checksum": export_checksum(export), "qe_version": manifest.get("qe_version"),
+            "fingerprint": fp,
+            "files": {f"{name}/{p.relative_to(export).as_posix()}": sha256_of(p) for p in files}}
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    dest = out / f"{name}{ARCHIVE_SUFFIX}"
+    tmp = out / f".{dest.name}.tmp-{os.getpid()}"
+    mtime = _mtime(manifest)
+
+    def info(arcname: str, size: int = 0, folder: bool = False) -> tarfile.TarInfo:
+        ti = tarfile.TarInfo(arcname)
+        ti.size, ti.mtime, ti.uid, ti.gid, ti.uname, ti.gname = size, mtime, 0, 0, "", ""
+        ti.type, ti.mode = (tarfile.DIRTYPE, 0o755) if folder else (tarfile.REGTYPE, 0o644)
+        return ti
+
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            blob = (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")
+            tar.addfile(info(ARCHIVE_MANIFEST, len(blob)), io.BytesIO(blob))
+            dirs = sorted({p.parent for p in files if p.parent != export} | {export})
+            for d in dirs:
+                rel = name if d == export else f"{name}/{d.relative_to(export).as_posix()}"
+                tar.addfile(info(rel, folder=True))
+            for p in files:
+                with open(p, "rb") as f:
+                    tar.addfile(info(f"{name}/{p.relative_to(export).as_posix()}", p.stat().st_size), f)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    digest = sha256_of(dest)
+    (out / f"{dest.name}.sha256").write_text(f"{digest}  {dest.name}\n", encoding="utf-8")
+    return dest
+
+
+# ---------------------------------------------------------------------------------------------------------- fetch
+def _fsspec(url: str):
+    try:
+        import fsspec
+    except ImportError:
+        raise MissingDependencyError(f"{url}: reading a URL needs fsspec: pip install fsspec") from None
+    try:
+        return fsspec.core.url_to_fs(url)
+    except ImportError as exc:  # the protocol's back-end is missing (hf:// without huggingface_hub, s3fs, gcsfs)
+        hint = "pip install huggingface_hub" if url.startswith("hf://") else str(exc).splitlines()[0]
+        raise MissingDependencyError(f"{url}: no fsspec back-end for this protocol ({hint})") from None
+    except ValueError as exc:
+        raise ArchiveError(f"{url}: {_one_line(exc)}") from None
+
+
+def _remote_tag(fs: Any, path: str) -> dict[str, Any] | None:
+    """What identifies the remote file's current version without downloading it (None: nothing reliable)."""
+    try:
+        info = fs.info(path)
+    except Exception:  # noqa: BLE001 - no HEAD / offline: no tag
+        return None
+    lfs = info.get("lfs") if isinstance(info.get("lfs"), dict) else None
+    if lfs and lfs.get("sha256"):
+        return {"sha256": str(lfs["sha256"]).lower()}
+    tag = {k: str(info[k]) for k in ("ETag", "etag", "Content-MD5", "Digest", "Last-Modified", "last_commit",
+                                     "blob_id") if info.get(k)}
+    if not tag:
+        return None
+    tag["size"] = info.get("size")
+    return tag
+
+
+def fetch(source: str | os.PathLike, *, sha256: str | None = None,
+          models_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """(local archive file, its sha256) for a local path, ``file://`` URL or remote URL (through fsspec), checked
+    against ``sha256`` (or a ``#sha256=`` fragment) when given. Remote archives are cached by checksum."""
+    src = str(source)
+    if is_url(src):
+        src, frag = split_fragment(src)
+        sha256 = sha256 or frag
+    want = _check_sha(sha256, src)
+    if src.startswith("file://"):
+        src = unquote(urlsplit(src).path)
+    if not is_url(src):
+        path = Path(src).expanduser()
+        if not path.is_file():
+            raise ArchiveError(f"{path}: no such archive file")
+        got = sha256_of(path)
+        if want and got != want:
+            raise ArchiveError(f"{path}: archive sha256 {got[:12]} != expected {want[:12]} (tampered, truncated or "
+                               f"another file); refusing it")
+        return path, got
+    cache = cache_dir(models_dir) / "archives"
+    cache.mkdir(parents=True, exist_ok=True)
+    if want and (cache / f"{want}{ARCHIVE_SUFFIX}").is_file():
+        return cache / f"{want}{ARCHIVE_SUFFIX}", want
+    fs, path = _fsspec(src)
+    index_path = cache / "urls.json"
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
+    except (OSError, json.JSONDecodeError):
+        index = {}
+    tag = _remote_tag(fs, path)
+    known = index.get(src)
+    hit = None
+    if tag and tag.get("sha256"):
+        hit = tag["sha256"]
+    elif tag and known and known.get("tag") == tag:
+        hit = known.get("sha256")
+    if hit and (cache / f"{hit}{ARCHIVE_SUFFIX}").is_file() and (want is None or hit == want):
+        return cache / f"{hit}{ARCHIVE_SUFFIX}", hit
+    tmp = cache / f".download-{os.getpid()}-{os.urandom(4).hex()}"
+    h = hashlib.sha256()
+    try:
+        with fs.open(path, "rb") as fin, open(tmp, "wb") as fout:
+            for block in iter(lambda: fin.read(_CHUNK), b""):
+                h.update(block)
+                fout.write(block)
+    except FileNotFoundError:
+        tmp.unlink(missing_ok=True)
+        raise ArchiveError(f"{src}: not found") from None
+    except Exception as exc:  # noqa: BLE001 - any back-end's network error: one line naming the URL
+        tmp.unlink(missing_ok=True)
+        raise ArchiveError(f"{src}: download failed ({_one_line(exc)})") from None
+    got = h.hexdigest()
+    if want and got != want:
+        tmp.unlink(missing_ok=True)
+        raise ArchiveError(f"{src}: archive sha256 {got[:12]} != expected {want[:12]} (tampered, truncated or another "
+                           f"file); refusing it")
+    final = cache / f"{got}{ARCHIVE_SUFFIX}"
+    os.replace(tmp, final)
+    if tag:
+        index[src] = {"sha256": got, "tag": tag}
+        itmp = index_path.with_name(f".urls.json.tmp-{os.getpid()}")
+        itmp.write_text(json.dumps(index, indent=2, default=str) + "\n", encoding="utf-8")
+        os.replace(itmp, index_path)
+    return final, got
+
+
+# -------------------------------------------------------------------------------------------------------- extract
+def _check_member(m: tarfile.TarInfo, label: str) -> None:
+    name = m.name
+    parts = Path(name).parts
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or ".." in parts or "\\" in name:
+        raise ArchiveError(f"{label}: member {name!r} points outside the archive folder; refusing it")
+    if not (m.isreg() or m.isdir()):
+        raise ArchiveError(f"{label}: member {name!r} is not a plain file or folder (links and devices are refused)")
+
+
+def read_meta(archive: Path, label: str | None = None) -> dict[str, Any]:
+    """``qe_archive.json`` of an archive (the first member), checked for format and version; no extraction."""
+    label = label or str(archive)
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            first = tar.next()
+            if first is None or first.name != ARCHIVE_MANIFEST or not first.isreg():
+                raise ArchiveError(f"{label}: not a qe archive (its first member is not {ARCHIVE_MANIFEST})")
+            meta = json.loads(tar.extractfile(first).read().decode("utf-8"))
+    except ArchiveError:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArchiveError(f"{label}: truncated or corrupt archive ({_one_line(exc)}); refusing it") from None
+    if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
+        raise ArchiveError(f"{label}: {ARCHIVE_MANIFEST} is not a qe archive manifest")
+    if meta.get("archive_version") != ARCHIVE_VERSION:
+        raise ArchiveError(f"{label}: archive version {meta.get('archive_version')!r} found, {ARCHIVE_VERSION} "
+                           f"expected; repack it with this qe")
+    if not _NAME.match(str(meta.get("name", ""))) or not isinstance(meta.get("files"), dict):
+        raise ArchiveError(f"{label}: {ARCHIVE_MANIFEST} has no valid 'name' and 'files'")
+    return meta
+
+
+def extract_verified(archive: Path, dest_parent: Path, *, label: str | None = None) -> tuple[Path, dict[str, Any]]:
+    """Extract into a new temporary folder under ``dest_parent`` and verify every file; return (export folder inside
+    it, archive meta). The caller moves the export into place and removes the temporary folder."""
+    from qe.export import export_checksum, read_manifest, verify_checksum
+
+    label = label or str(archive)
+    meta = read_meta(archive, label)
+    name = meta["name"]
+    dest_parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest_parent))
+    try:
+        try:
+            with tarfile.open(archive, "r:gz") as tar:
+                members = tar.getmembers()
+                for m in members:
+                    _check_member(m, label)
+                    if m.name != ARCHIVE_MANIFEST and m.name != name and not m.name.startswith(f"{name}/"):
+                        raise ArchiveError(f"{label}: member {m.name!r} is outside the model folder {name!r}")
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(tmp, members=members, filter="data")
+                else:  # Python without extraction filters: members were checked above
+                    tar.extractall(tmp, members=members)
+        except ArchiveError:
+            raise
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            raise ArchiveError(f"{label}: truncated or corrupt archive ({_one_line(exc)}); refusing it") from None
+        export = tmp / name
+        got = {p.relative_to(tmp).as_posix(): p for p in tmp.rglob("*") if p.is_file()}
+        got.pop(ARCHIVE_MANIFEST, None)
+        listed = meta["files"]
+        stray = sorted(set(got) - set(listed))
+        missing = sorted(set(listed) - set(got))
+        if stray or missing:
+            what = f"stray {', '.join(stray[:3])}" if stray else f"missing {', '.join(missing[:3])}"
+            raise ArchiveError(f"{label}: files differ from {ARCHIVE_MANIFEST} ({what}); tampered or incomplete, "
+                               f"refusing it")
+        for rel in sorted(listed):
+            if sha256_of(got[rel]) != str(listed[rel]).lower():
+                raise ArchiveError(f"{label}: {rel} does not match its checksum in {ARCHIVE_MANIFEST} (tampered or "
+                                   f"corrupted); refusing it")
+        try:
+            manifest = read_manifest(export)
+            verify_checksum(export, manifest)
+        except ExportError as exc:
+            raise ArchiveError(f"{label}: the export inside does not match its own manifest ({_one_line(exc)})") \
+                from None
+        if export_checksum(export) != meta.get("export_checksum") or manifest.get("kind") != meta.get("kind"):
+            raise ArchiveError(f"{label}: export checksum or kind differs from {ARCHIVE_MANIFEST}; refusing it")
+        return export, meta
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def fetch_export(source: str | os.PathLike, *, sha256: str | None = None,
+                 models_dir: str | os.PathLike | None = None) -> Path:
+    """A verified export folder for an archive (path or URL), extracted once per archive checksum into
+    ``<models>/.cache/exports/<sha256>/<name>`` (what :func:`qe.load` uses for a URL)."""
+    from qe.export import MANIFEST
+
+    archive, digest = fetch(source, sha256=sha256, models_dir=models_dir)
+    root = cache_dir(models_dir) / "exports"
+    done = root / digest
+    if done.is_dir():
+        found = [p for p in done.iterdir() if (p / MANIFEST).is_file()]
+        if len(found) == 1:
+            return found[0]
+        shutil.rmtree(done, ignore_errors=True)  # an inconsistent cache entry: extract again
+    export, meta = extract_verified(archive, root, label=str(source))
+    tmp = export.parent
+    try:
+        os.replace(tmp, done)
+    except OSError:  # another process extracted the same archive meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    (done / ARCHIVE_MANIFEST).unlink(missing_ok=True)
+    return done / meta["name"]
+
+
+# -------------------------------------------------------------------------------------------------------- install
+def install(source: str | os.PathLike, models_dir: str | os.PathLike | None = None, *, name: str | None = None,
+            force: bool = False, sha256: str | None = None) -> tuple[Path, dict[str, Any], bool]:
+    """Install an archive (path or URL) as ``<models>/<name>`` after verifying it; return (path, archive meta,
+    whether anything was installed). The zoo record ``<models>/.zoo/<name>.json`` gets the checksum and fingerprint
+    so ``qe zoo verify NAME`` compares later rebuilds or copies with it."""
+    from qe import zoo
+    from qe.export import MANIFEST, read_manifest
+
+    models = zoo.models_dir(models_dir).expanduser()
+    archive, digest = fetch(source, sha256=sha256, models_dir=models)
+    meta = read_meta(archive, str(source))
+    name = name or meta["name"]
+    if not _NAME.match(name):
+        raise ArchiveError(f"{name!r}: a model name uses letters, digits and _ . @ + - only")
+    final = models / name
+    if (final / MANIFEST).is_file() and not force:
+        have = read_manifest(final).get("checksum")
+        if have == meta.get("export_checksum"):
+            _write_record(models, name, meta, source, digest)
+            return final, meta, False
+        raise ArchiveError(f"{final} already holds another model (checksum {str(have)[:12]}, the archive's "
+                           f"{str(meta.get('export_checksum'))[:12]}); pass --force to replace it")
+    export, _ = extract_verified(archive, models / ".install", label=str(source))
+    tmp = export.parent
+    try:
+        if final.exists():
+            old = models / ".install" / f".{name}.old-{os.getpid()}"
+            os.replace(final, old)
+            os.replace(export, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(export, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            (models / ".install").rmdir()  # only when empty (another install may be running)
+    _write_record(models, name, meta, source, digest)
+    return final, meta, True
+
+
+def _write_record(models: Path, name: str, meta: dict[str, Any], source: Any, digest: str) -> None:
+    rec_path = models / ".zoo" / f"{name}.json"
+    rec_path.parent.mkdir(parents=True, exist_ok=True)
+    old = {}
+    if rec_path.is_file():
+        try:
+            old = json.loads(rec_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+    rec = {**old, "name": name, "kind": meta.get("kind"), "checksum": meta.get("export_checksum"),
+           "fingerprint": meta.get("fingerprint"), "installed_from": str(source), "archive_sha256": digest}
+    rec_path.write_text(json.dumps(rec, indent=2, default=str) + "\n", encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------------------------------------- push
+def hub_card(card: str, meta: dict[str, Any], archive_name: str, repo: str) -> str:
+    """The Hub repository's README: front matter for the Hub, how to load the archive, then the export's card."""
+    head = ["---", "library_name: qe-nlg", "tags:", "- qe", f"- {meta['kind']}", "- nlg-evaluation", "---", "",
+            f"Load it with qe (`pip install qe-nlg`): `qe.load(\"hf://{repo}/{archive_name}\")`, or install it as a "
+            f"named model: `qe zoo install hf://{repo}/{archive_name}`. The archive's sha256 is in "
+            f"`{archive_name}.sha256`; every file inside is checked against `{ARCHIVE_MANIFEST}` before use.", ""]
+    return "\n".join(head) + "\n" + card
+
+
+def push(source: str | os.PathLike, repo: str, *, models_dir: str | os.PathLike | None = None,
+         private: bool = False, revision: str | None = None, token: str | None = None, api: Any = None) -> str:
+    """Publish a model to the Hugging Face Hub repository ``repo`` (``user/name``) and return the ``hf://`` URL
+    that :func:`qe.load` and ``qe zoo install`` accept.
+
+    Uploads one folder: ``<name>.qe.tar.gz``, its ``.sha256`` and ``README.md`` (the model card with Hub front
+    matter), through ``huggingface_hub.HfApi.create_repo`` and ``upload_folder``; the token is huggingface_hub's own
+    (``huggingface-cli login`` or ``HF_TOKEN``). Not tested against the Hub: this project's machines have no
+    network access, so tests check only what would be uploaded (``api=`` takes a stand-in for ``HfApi``).
+    """
+    if api is None:
+        try:
+            from huggingface_hub import HfApi
+        except ImportError:
+            raise MissingDependencyError("qe zoo push needs huggingface_hub: pip install huggingface_hub") from None
+        api = HfApi(token=token)
+    from qe.export import CARD
+
+    export, default_name = resolve_export(source, models_dir)
+    with tempfile.TemporaryDirectory(prefix="qe-push-") as tmp:
+        folder = Path(tmp)
+        archive = pack(export, folder, name=default_name, models_dir=models_dir)
+        meta = read_meta(archive)
+        card = (export / CARD).read_text(encoding="utf-8") if (export / CARD).is_file() else ""
+        (folder / "README.md").write_text(hub_card(card, meta, archive.name, repo), encoding="utf-8")
+        api.create_repo(repo_id=repo, repo_type="model", private=private, exist_ok=True)
+        api.upload_folder(folder_path=str(folder), repo_id=repo, repo_type="model", revision=revision,
+                          commit_message=f"qe zoo push {meta['name']} (checksum {meta['export_checksum'][:12]})")
+    return f"hf://{repo}/{archive.name}"
+
+
+__all__ = ["ArchiveError", "ARCHIVE_SUFFIX", "ARCHIVE_MANIFEST", "is_url", "is_archive", "pack", "fetch",
+           "read_meta", "extract_verified", "fetch_export", "install", "push", "cache_dir", "resolve_export"]
