@@ -12,6 +12,8 @@ Sources (each a mapping, as in ``conf/data/*.yaml``):
 * ``{name: sfx, domain: hotel|restaurant, split: train|valid|test}`` — SF Hotel / Restaurant human references
   (``qe.data.references``; the EMNLP17 outputs are for the *test* MRs, so a domain LM takes ``train``);
 * ``{name: bagel}`` — the BAGEL references (every BAGEL MR is rated in EMNLP17: not for LMs scored on it);
+* ``{name: webnlg, split: train|dev}`` (or ``webnlg-train`` / ``webnlg-dev``) — WebNLG 2020 English reference texts,
+  one per ``<lex>`` (``qe.data.webnlg``; 35,426 / 4,464 texts). Nothing of the rated WebNLG 2020 test set is read.
 * ``{name: txt, path: FILE_OR_DIR}`` — any .txt file or folder of .txt files, one sentence per line
   (``split_sentences: true`` splits lines with pysbd instead).
 
@@ -146,6 +148,13 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
         from qe.data.references import bagel_references
 
         return [r.ref for r in bagel_references(data_dir)]
+    if name in ("webnlg", "webnlg-train", "webnlg-dev"):
+        from qe.data.webnlg import webnlg_texts
+
+        split = str(spec.get("split", "train")) if name == "webnlg" else name.split("-", 1)[1]
+        if name != "webnlg" and spec.get("split") not in (None, split):
+            raise ValueError(f"corpus source {name}: split={spec['split']!r} contradicts the name")
+        return webnlg_texts(split, data_dir)
     if name == "txt":
         if not spec.get("path"):
             raise ValueError("corpus source 'txt' needs a path")
@@ -153,7 +162,8 @@ def load_source(spec: dict[str, Any] | str, data_dir: str | Path | None = None) 
         if not p.is_absolute() and not p.exists():
             p = root / p
         return _txt(require(p, "text corpus"), bool(spec.get("split_sentences", False)))
-    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2, e2e, sfx, bagel or txt")
+    raise ValueError(f"unknown corpus source {name!r}; use sample, brown, webtext, wikitext2, e2e, sfx, bagel, webnlg "
+                     "(webnlg-train, webnlg-dev) or txt")
 
 
 def load_corpus(specs: Iterable[dict[str, Any] | str], data_dir: str | Path | None = None) -> list[str]:

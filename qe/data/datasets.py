@@ -21,6 +21,8 @@ _CONVERTERS: dict[str, str | Callable[..., list[Record]]] = {
     "emnlp17_refs": "qe.data.references:emnlp17_refs",
     "ner18": "qe.data.datasets:ner18",
     "e2e": "qe.data.e2e:e2e",                  # options: version=cleaned|original, split=dev|test
+    "webnlg2020": "qe.data.webnlg:webnlg2020",  # WebNLG+ 2020 human evaluation; option include_reference=false
+    "webnlg": "qe.data.webnlg:webnlg",          # WebNLG 2020 references (no ratings); option split=train|dev
 }
 
 
