@@ -723,12 +723,28 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def _setup_logging(level: int) -> None:
-    """The ``qe`` loggers print to stderr at ``level`` (progress lines at INFO); the root logger is left alone."""
-    lg = logging.getLogger("qe")
-    if not any(isinstance(h, _StderrHandler) for h in lg.handlers):
-        lg.addHandler(_StderrHandler())
-    lg.setLevel(level)
+class _logging_to_stderr:
+    """While a command runs, the ``qe`` loggers print to stderr at ``level`` (progress lines at INFO); afterwards
+    the logger is as it was, so that an in-process caller (a script, a test) keeps its own logging. The root
+    logger is left alone."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+    def __enter__(self) -> None:
+        lg = logging.getLogger("qe")
+        self.saved_level = lg.level
+        self.handler = None
+        if not any(isinstance(h, _StderrHandler) for h in lg.handlers):
+            self.handler = _StderrHandler()
+            lg.addHandler(self.handler)
+        lg.setLevel(self.level)
+
+    def __exit__(self, *exc) -> None:
+        lg = logging.getLogger("qe")
+        if self.handler is not None:
+            lg.removeHandler(self.handler)
+        lg.setLevel(self.saved_level)
 
 
 #: subcommands whose arguments belong to another program (Hydra overrides; the zoo's own parser)
@@ -770,7 +786,11 @@ def _main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in PASSTHROUGH:
         return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
-    _setup_logging(logging.WARNING if getattr(args, "quiet", False) else logging.INFO)
+    with _logging_to_stderr(logging.WARNING if getattr(args, "quiet", False) else logging.INFO):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from qe.errors import MissingDependencyError, QEError
 
     try:

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
+from qe.data.record import dumps
 from qe.errors import ExportError
 from qe.version import __version__
 
@@ -106,8 +107,7 @@ def export_writer(
         manifest["checksum"] = export_checksum(tmp)
         manifest["files"] = file_checksums(tmp)
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
-            f.write("\n")
+            f.write(dumps(manifest, indent=2, default=_json_default) + "\n")  # strict JSON: NaN metrics -> null
         if card:
             from qe.zoo.card import finish_export
 

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from qe.data.record import dumps
+
 log = logging.getLogger(__name__)
 
 RESULT_FILE = "job_result.json"
@@ -172,7 +174,7 @@ def write_job_result(cfg: Any, metrics: dict[str, Any] | None, *, error: BaseExc
         out = Path(rec["output_dir"]) / RESULT_FILE
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(rec, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.write_text(dumps(rec, indent=1) + "\n", encoding="utf-8")  # strict JSON: a NaN objective -> null
         os.replace(tmp, out)
         return out
     except Exception as exc:  # pragma: no cover - disk full, read-only run dir

@@ -21,6 +21,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from qe.data.record import dumps
+
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 SP_UNK_MARK = "\u2047"
@@ -117,8 +119,8 @@ class WordTokenizer(Tokenizer):
 
     def save(self, directory: str | Path) -> None:
         d = Path(directory)
-        (d / "vocab.json").write_text(json.dumps(self.itos, ensure_ascii=False), encoding="utf-8")
-        (d / TOKENIZER_FILE).write_text(json.dumps(self.settings(), indent=2), encoding="utf-8")
+        (d / "vocab.json").write_text(dumps(self.itos, ensure_ascii=False), encoding="utf-8")
+        (d / TOKENIZER_FILE).write_text(dumps(self.settings(), indent=2, ensure_ascii=True), encoding="utf-8")
 
 
 class SentencePieceTokenizer(Tokenizer):
@@ -199,7 +201,7 @@ class SentencePieceTokenizer(Tokenizer):
     def save(self, directory: str | Path) -> None:
         d = Path(directory)
         (d / "spm.model").write_bytes(self.model_proto)
-        (d / TOKENIZER_FILE).write_text(json.dumps(self.settings(), indent=2), encoding="utf-8")
+        (d / TOKENIZER_FILE).write_text(dumps(self.settings(), indent=2, ensure_ascii=True), encoding="utf-8")
 
 
 def train_tokenizer(cfg: dict, sentences: Sequence[str]) -> Tokenizer:

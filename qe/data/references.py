@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qe.data.datasets import emnlp17
-from qe.data.record import Record
+from qe.data.record import Record, dumps
 from qe.errors import RecordError
 from qe.paths import require, resolve_data_dir
 
@@ -344,5 +344,5 @@ if __name__ == "__main__":  # coverage report: PYTHONPATH=. python -m qe.data.re
     _, rep = attach_references(emnlp17())
     print("default (test split first, valid/train only where test lacks the MR):")
     print(coverage_table(rep))
-    print("references by source file:", json.dumps(rep["by_split"], indent=1))
+    print("references by source file:", dumps(rep["by_split"], indent=1))
     print(f"unmatched MRs ({len(rep['unmatched_mrs'])}):", *rep["unmatched_mrs"][:40], sep="\n  ")

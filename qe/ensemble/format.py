@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from qe.data.record import dumps
 from qe.errors import ExportError
 from qe.export import export_writer, read_manifest
 
@@ -76,7 +77,7 @@ def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, we
             m = manifests[n]
             rows.append({"name": n, "path": f"{MEMBERS_DIR}/{n}", "kind": m["kind"], "checksum": m.get("checksum"),
                          "weight": w[n], "options": dict((options or {}).get(n, {}))})
-        (tmp / SPEC).write_text(json.dumps({"members": rows, "predict": predict}, indent=2) + "\n", encoding="utf-8")
+        (tmp / SPEC).write_text(dumps({"members": rows, "predict": predict}, indent=2) + "\n", encoding="utf-8")
     return Path(dest).resolve()
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from qe.core.config import to_dict
+from qe.data.record import dumps
 from qe.export import MANIFEST, read_manifest
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,9 @@ def read_run_predictions(run_dir: str | Path, split: str) -> dict[tuple, dict]:
     out: dict[tuple, dict] = {}
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            x = json.loads(line)
+            # strict JSON: a NaN prediction or rating was written as null, an infinite one as "inf" / "-inf"
+            x = {k: ((math.nan if v is None else float(v)) if k in ("pred", "raw", "gold") else v)
+                 for k, v in json.loads(line).items()}
             key = (x["seed"], x["fold"], x["id"])
             if key in out:
                 raise ValueError(f"{path}:{n}: (seed {x['seed']}, fold {x['fold']}, {x['id']}) twice")
@@ -158,12 +162,12 @@ def run(cfg) -> dict[str, Any]:
             for split, m in sp.items():
                 for k in ("pearson", "spearman"):
                     metrics[f"cv/{seed}/{split}/{k}"] = m[k]
-        log.info("ensemble on the members' cross-validated predictions: %s", json.dumps(results["cv"], default=float))
+        log.info("ensemble on the members' cross-validated predictions: %s", dumps(results["cv"], default=float))
     out_dir = Path(str(cfg.paths.output_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2, default=float) + "\n", encoding="utf-8")
-    print(json.dumps({"weights": weights, "predict": rule, **({"cv": results["cv"]} if runs else {})}, indent=1,
-                     default=float))
+    (out_dir / "results.json").write_text(dumps(results, indent=2, default=float) + "\n", encoding="utf-8")
+    print(dumps({"weights": weights, "predict": rule, **({"cv": results["cv"]} if runs else {})}, indent=1,
+                default=float))
     log_metrics(cfg, metrics, run_dir=out_dir)
     if cfg.get("export"):
         dest = save_ensemble_export(Path(str(cfg.export_dir)).expanduser(), members, weights=weights, predict=rule,

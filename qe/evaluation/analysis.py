@@ -189,6 +189,18 @@ def covariates_of(outputs: list[str], splitter: str = "pysbd") -> dict[str, np.n
     return {"length": length, "sentences": sents}
 
 
+def _finite_or_nan(values, what: str, notes: list[str] | None) -> np.ndarray:
+    """``values`` as floats with +-inf as NaN (a correlation, mean or fit has no place for an infinite score; in
+    scores.jsonl it stays "inf" / "-inf"); the count is said in the report's notes."""
+    v = np.asarray(values, float)
+    inf = np.isinf(v)
+    if not inf.any():
+        return v
+    if notes is not None:
+        notes.append(f"{what}: {int(inf.sum())} infinite value(s) treated as missing (dropped pairwise like NaN).")
+    return np.where(inf, np.nan, v)
+
+
 def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, MetricInfo],
                     ratings: list[str] | None = None, item_key: str | None = "mr",
                     human_systems: Iterable[str] | None = None, rating_range=None,
@@ -226,6 +238,7 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
     if not metrics:
         raise EvaluationConfigError(f"nothing to evaluate on {dataset_name!r}: no scorer configured and no "
                                     "precomputed metric columns selected (scorer=[...], models=[...] or metric_columns)")
+    metrics = {m: _finite_or_nan(v, f"metric {m!r}", notes) for m, v in metrics.items()}
     item = None
     if item_key:
         vals = []
@@ -251,7 +264,7 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
             mean = np.full(len(records), math.nan)
             mean[has] = np.nanmean(ann[has], axis=1)
             v = np.where(np.isnan(v), mean, v)
-        rating_cols[a] = v
+        rating_cols[a] = _finite_or_nan(v, f"rating {a!r}", notes)
     return EvalData(
         ids=np.array([r.id for r in records], dtype=object),
         system=np.array([r.system if r.system is not None else "(none)" for r in records], dtype=object),
@@ -347,36 +360,103 @@ def _corr_row(**kw) -> dict:
     return base
 
 
+#: the columns of ``Results.correlations`` (present even when no correlation is defined, e.g. one record)
+CORR_COLUMNS = tuple(_corr_row())
+
+#: the fewest rated outputs (instance level) or units (system level) a correlation needs
+MIN_CORRELATION_N = 3
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else ("es" if word.endswith("s") else "s"))
+
+
 #: why instance-level statistics are skipped for a per-system table
 ONE_PER_SYSTEM = ("one rating per system: the records are a per-system table, so the instance level is the system "
                   "level (see System level)")
 
 
+def rated_outputs(d: EvalData) -> int:
+    """The most outputs any one rating aspect has a value for (NaN ratings do not count)."""
+    return max((int((~np.isnan(v)).sum()) for v in d.ratings.values()), default=0)
+
+
+def too_few_outputs(d: EvalData) -> str | None:
+    """Why instance-level statistics are undefined on a tiny file (fewer than 3 rated outputs), or None."""
+    n = rated_outputs(d)
+    if n >= MIN_CORRELATION_N:
+        return None
+    return (f"only {_plural(n, 'rated output')}; a correlation, the fitted error measures and the metric-vs-metric "
+            f"tests need at least {MIN_CORRELATION_N}")
+
+
+def too_few_units(d: EvalData, n_units: int, pooled: bool) -> str | None:
+    """Why the system level is undefined (fewer than 3 systems, or dataset/system pairs when datasets are pooled),
+    or None."""
+    if n_units >= MIN_CORRELATION_N:
+        return None
+    if d.systems == ["(none)"] and not pooled:
+        what = "1 system: the records have no `system` field, so all outputs count as one system"
+    elif pooled:
+        what = _plural(n_units, "dataset/system pair") + (" (the records have no `system` field)"
+                                                          if d.systems == ["(none)"] else "")
+    else:
+        what = _plural(n_units, "system")
+    return f"{what}; a system-level correlation needs at least {MIN_CORRELATION_N}"
+
+
+def constant_ratings(d: EvalData) -> dict[str, str]:
+    """Rating aspects that cannot correlate with anything: no value at all, or one value in every rated output."""
+    out = {}
+    for a, v in d.ratings.items():
+        vv = v[~np.isnan(v)]
+        if vv.size == 0:
+            out[a] = f"no record has a value for the rating `{a}`"
+        elif vv.size >= 2 and float(np.ptp(vv)) == 0.0:
+            out[a] = (f"every `{a}` rating is {float(vv[0]):g}: ratings that do not vary cannot correlate with a metric "
+                      "or tell systems apart")
+    return out
+
+
 def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] | None = None) -> Results:
-    """Every level and protocol of the report, one named step each (the report's sections in this order)."""
+    """Every level and protocol of the report, one named step each (the report's sections in this order).
+
+    What cannot be computed on these records is named in ``Results.undefined`` with its reason: too few rated
+    outputs (instance level), too few systems (system level), one system (pairwise differences), ratings that do
+    not vary, a per-system table (one record per system)."""
     notes = list(notes or [])
-    undefined: dict[str, str] = {}
+    undefined: dict[str, str] = {f"constant:{a}": why for a, why in constant_ratings(d).items()}
     scopes = _scopes(d)
     pooled_all = len(d.datasets) > 1
-    if d.one_per_system:
+    few = too_few_outputs(d)
+    no_instance = bool(few) or d.one_per_system
+    if few:
+        for key in ("instance", "errors"):
+            undefined[key] = few
+        if st.permutation_n and len(d.metrics) > 1:
+            undefined["perm_both"] = few
+        if st.between_datasets and pooled_all:
+            undefined["between_datasets"] = few
+        rows: list[dict] = []
+    elif d.one_per_system:
         for key in ("instance", "item_accuracy", "errors", "perm_both", "between_datasets"):
             undefined[key] = ONE_PER_SYSTEM
-        rows: list[dict] = []
+        rows = []
     else:
         rows = instance_correlations(d, st, progress)
         if st.per_system and "none" in st.protocols and len(d.systems) > 1 and \
                 not any(int((d.system == x).sum()) >= 3 for x in d.systems):
             undefined["per_system"] = "fewer than 3 outputs in every system, so no correlation within a system"
-    sys_rows, system_means_df, sys_acc = system_level(d, st, scopes, pooled_all, notes)
-    corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows), st)
-    errors = pd.DataFrame() if d.one_per_system else error_measures(d, st, scopes)
+    sys_rows, system_means_df, sys_acc = system_level(d, st, scopes, pooled_all, notes, undefined)
+    corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows, columns=list(CORR_COLUMNS)), st)
+    errors = pd.DataFrame() if no_instance else error_measures(d, st, scopes)
     item_acc = pd.DataFrame() if d.one_per_system else item_accuracy(d, scopes)
-    williams = williams_tests(d, st, scopes, pooled_all)
-    perm = pd.DataFrame() if d.one_per_system else perm_both_tests(d, st, progress)
-    between = pd.DataFrame() if d.one_per_system else between_datasets(d, st)
+    williams = williams_tests(d, st, scopes, pooled_all, instance=not no_instance)
+    perm = pd.DataFrame() if no_instance else perm_both_tests(d, st, progress)
+    between = pd.DataFrame() if no_instance else between_datasets(d, st)
     # pairwise system differences (Reiter & Belz 2009, Table 9)
     sp_rows, pred_rows = _system_pairs(d, st, notes, undefined)
-    conf = confounds(d, st, scopes, pooled_all, undefined)
+    conf = confounds(d, st, scopes, pooled_all, undefined, instance=not no_instance)
     agree, alpha = human_agreement(d, st, scopes, pooled_all, undefined)
     return Results(st, corr, nan_counts(d), errors, system_means_df, sys_acc, item_acc, williams, perm, between,
                    sp_rows, pred_rows, notes, conf, agree, alpha, undefined)
@@ -458,10 +538,12 @@ def instance_correlations(d: EvalData, st: Settings, progress: bool = True) -> l
     return rows
 
 
-def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool,
-                 notes: list[str]) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
+def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool, notes: list[str],
+                 undefined: dict[str, str] | None = None) -> tuple[list[dict], pd.DataFrame, pd.DataFrame]:
     """System-level correlations of the per-system means (all systems, and without human systems), pairwise
-    system accuracy, and the table of system means. Returns (correlation rows, means, accuracy)."""
+    system accuracy, and the table of system means. Returns (correlation rows, means, accuracy); fewer than 3
+    units over all data makes the system level undefined (``undefined["system"]``, with the reason)."""
+    undefined = {} if undefined is None else undefined
     rows: list[dict] = []
     sm_frames = []
     sys_acc_rows = []
@@ -481,7 +563,12 @@ def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool,
         unit_desc = "dataset/system pairs" if pooled else "systems"
         for set_name, keep in sets:
             mm = means[keep]
-            if len(mm) < 3:
+            if sname == "all" and set_name == "all systems":
+                why = too_few_units(d, len(mm), pooled)
+                if why:
+                    undefined["system"] = why + ("; pairwise accuracy of the two only (`system_accuracy.csv`)"
+                                                 if len(mm) == 2 else "")
+            elif len(mm) < MIN_CORRELATION_N:
                 notes.append(f"System level, {sname} · {set_name}: undefined (only {len(mm)} units; a correlation needs "
                              "3); pairwise accuracy only (`system_accuracy.csv`).")
             for a in d.ratings:
@@ -492,7 +579,7 @@ def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool,
                     if st.corpus_level and m in d.corpus:
                         ways.append(("corpus score", corpus_column(d, mm, m)))
                     for proto, X in ways:
-                        for meth in st.methods if len(mm) >= 3 else ():
+                        for meth in st.methods if len(mm) >= MIN_CORRELATION_N else ():
                             c = S.correlation(X, H, meth, st.tails, sgn)
                             row = _corr_row(level="system", protocol=proto, subset=f"{sname} · {set_name}",
                                             units=unit_desc, rating=a, metric=m, method=meth, r=c.r, p=c.p,
@@ -535,11 +622,12 @@ def error_measures(d: EvalData, st: Settings, scopes) -> pd.DataFrame:
             h = d.ratings[a][mask]
             hv = h[~np.isnan(h)]
             lo, hi = d.rating_range or st.rating_range or ((float(hv.min()), float(hv.max())) if hv.size else (math.nan, math.nan))
+            rng = f"[{lo:g}, {hi:g}]" if not math.isnan(lo) else "none (no rating values)"
             if hv.size:
                 const = np.full(h.shape, float(hv.mean()))
                 mae, rmse = S.mae_rmse(const, h)
                 err_rows.append({"subset": sname, "rating": a, "metric": "constant (mean rating)", "mse_fit": float(np.var(hv)),
-                                 "mae": mae, "rmse": rmse, "n": int(hv.size), "range": f"[{lo:g}, {hi:g}]"})
+                                 "mae": mae, "rmse": rmse, "n": int(hv.size), "range": rng})
             for m in d.metrics:
                 x = d.metrics[m][mask]
                 pred = S.normalise_to_range(x, lo, hi, d.info[m].higher_is_better, st.round_to)
@@ -550,7 +638,7 @@ def error_measures(d: EvalData, st: Settings, scopes) -> pd.DataFrame:
                              and np.ptp(xv) > 0.25 * (hi - lo))
                 mae_raw, rmse_raw = S.mae_rmse(x, h) if match else (math.nan, math.nan)
                 err_rows.append({"subset": sname, "rating": a, "metric": m, "mse_fit": S.mse_linear_fit(x, h),
-                                 "mae": mae, "rmse": rmse, "n": n, "range": f"[{lo:g}, {hi:g}]",
+                                 "mae": mae, "rmse": rmse, "n": n, "range": rng,
                                  "scale_match": match, "mae_raw": mae_raw, "rmse_raw": rmse_raw})
     return pd.DataFrame(err_rows)
 
@@ -569,15 +657,16 @@ def item_accuracy(d: EvalData, scopes) -> pd.DataFrame:
     return pd.DataFrame(item_rows)
 
 
-def williams_tests(d: EvalData, st: Settings, scopes, pooled_all: bool) -> pd.DataFrame:
-    """Metric vs metric, Williams' test for dependent Pearson correlations: instance level per scope, and system
-    level over all units pooled."""
+def williams_tests(d: EvalData, st: Settings, scopes, pooled_all: bool, instance: bool = True) -> pd.DataFrame:
+    """Metric vs metric, Williams' test for dependent Pearson correlations: instance level per scope (unless
+    ``instance`` is false: a per-system table or too few outputs), and system level over all units pooled (with at
+    least 3 units)."""
     w_rows = []
     metrics = list(d.metrics)
     if not (st.williams and len(metrics) > 1):
         return pd.DataFrame(w_rows)
     pairs = list(itertools.combinations(metrics, 2))
-    for sname, mask in ([] if d.one_per_system else scopes):
+    for sname, mask in (scopes if instance and not d.one_per_system else []):
         for a in d.ratings:
             h = d.ratings[a][mask]
             for m1, m2 in pairs:
@@ -588,7 +677,7 @@ def williams_tests(d: EvalData, st: Settings, scopes, pooled_all: bool) -> pd.Da
                                "p_b_better": (1 - t.p) if not math.isnan(t.p) else math.nan, "n": n})
     # system level, all units pooled
     means = system_means(d, np.ones(d.n, bool), system_units(d, np.ones(d.n, bool), pooled_all))
-    for a in d.ratings:
+    for a in (d.ratings if len(means) >= MIN_CORRELATION_N else ()):
         H = means[f"rating:{a}"].to_numpy(float)
         for m1, m2 in pairs:
             X1 = means[f"metric:{m1}"].to_numpy(float) * d.sign(m1)
@@ -704,6 +793,12 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
     if st.significant_pairs:
         pairs = pd.DataFrame(_given_pairs(d, st))
         return pairs, _predicted(d, pairs)
+    if not any(len(set(d.system[d.dataset == ds].tolist())) >= 2 for ds in d.datasets):
+        undefined["pairs"] = ("1 system: the records have no `system` field, so there is no pair of systems to compare"
+                              if d.systems == ["(none)"] else
+                              "1 system" + (" in each dataset" if len(d.datasets) > 1 else "")
+                              + ", so there is no pair of systems to compare")
+        return pd.DataFrame(), pd.DataFrame()
     if d.one_per_system:
         undefined["pairs"] = ("one rating per system, so no test of system differences is possible; give published "
                               "significant differences with `stats.significant_pairs`")
@@ -713,12 +808,19 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
         notes.append("Pairwise system differences: no item field to pair ratings on; used Tukey HSD instead of Wilcoxon.")
         test = "tukey"
     rows = []
+    skipped: list[str] = []  # (dataset, rating) families with nothing to test, and why
     for a in d.ratings:
         fam = []
         for ds in d.datasets:
             mask = d.dataset == ds
             systems = sorted(set(d.system[mask].tolist()))
             if len(systems) < 2:
+                continue
+            h = d.ratings[a][mask]
+            hv = h[~np.isnan(h)]
+            if hv.size == 0 or float(np.ptp(hv)) == 0.0:
+                skipped.append(f"{ds}, {a}: " + ("no rating values" if hv.size == 0 else
+                                                f"every rating is {float(hv[0]):g}, so no system is rated differently"))
                 continue
             frame = pd.DataFrame({"system": d.system[mask], "h": d.ratings[a][mask]})
             if d.item is not None:
@@ -747,8 +849,8 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
                 f2 = frame.dropna(subset=["h"])
                 sizes = f2.groupby("system").size()
                 if len(sizes) < 2 or int(sizes.min()) < 2:
-                    undefined["pairs"] = (f"{ds}: a system has fewer than 2 ratings of {a}, so Tukey HSD is undefined "
-                                          "(give known differences with `stats.significant_pairs`)")
+                    skipped.append(f"{ds}, {a}: a system has fewer than 2 ratings, so Tukey HSD is undefined "
+                                   "(give known differences with `stats.significant_pairs`)")
                     continue
                 res = pairwise_tukeyhsd(f2["h"].to_numpy(), f2["system"].to_numpy(), alpha=st.pairwise_alpha)
                 mean = f2.groupby("system").mean(numeric_only=True)
@@ -769,6 +871,11 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
             r["significant"] = bool(q < st.pairwise_alpha)
             r["better"] = (r["system_a"] if r["diff"] > 0 else r["system_b"]) if r["diff"] != 0 else "="
         rows += fam
+    if skipped:
+        if rows:  # the other families are in the table; these are named in the notes
+            notes.append("Pairwise system differences not tested for " + "; ".join(skipped) + ".")
+        else:
+            undefined["pairs"] = "nothing to test: " + "; ".join(skipped)
     pairs = pd.DataFrame(rows)
     return pairs, _predicted(d, pairs)
 
@@ -821,7 +928,8 @@ def _explained(row: dict, st: Settings) -> tuple[bool, str]:
     return bool(reasons), "; ".join(reasons)
 
 
-def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: dict[str, str]) -> pd.DataFrame:
+def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: dict[str, str],
+              instance: bool = True) -> pd.DataFrame:
     """Does output length or sentence count explain a metric's correlation with a rating?
 
     For every metric x rating, at instance level (flatten, each scope) and at system level (per-unit means of the
@@ -834,7 +942,7 @@ def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: di
         undefined["confounds"] = "the records have no output text, so neither length nor sentence count is defined"
         return pd.DataFrame()
     rows = []
-    if not d.one_per_system:
+    if instance and not d.one_per_system:
         for sname, mask in scopes:
             cov = {k: v[mask] for k, v in d.covariates.items()}
             labels = S.bin_labels(cov["length"], st.length_bins)
@@ -845,6 +953,8 @@ def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: di
     for sname, mask in scopes:
         pooled = pooled_all and sname == "all"
         means = system_means(d, mask, system_units(d, mask, pooled))
+        if len(means) < MIN_CORRELATION_N:
+            continue
         cov = {k: means[f"covariate:{k}"].to_numpy(float) for k in d.covariates}
         for m in d.metrics:
             for a in d.ratings:
@@ -852,6 +962,11 @@ def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: di
                                     binned=None)
                 rows.append({"level": "system", "subset": f"{sname} · all systems",
                              "units": "dataset/system pairs" if pooled else "systems", "rating": a, "metric": m, **row})
+    if not rows:  # instance level skipped (too few outputs) and fewer than 3 units over all data
+        n_units = len(system_means(d, np.ones(d.n, bool), system_units(d, np.ones(d.n, bool), pooled_all)))
+        undefined["confounds"] = (f"{_plural(rated_outputs(d), 'rated output')} in {_plural(n_units, 'system')}: "
+                                  f"a partial correlation needs at least {MIN_CORRELATION_N} outputs (instance level) "
+                                  f"or {MIN_CORRELATION_N} systems (system level)")
     return pd.DataFrame(rows)
 
 

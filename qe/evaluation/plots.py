@@ -158,8 +158,11 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
 
             def z(v):
                 v = np.asarray(v, float)
-                s = np.nanstd(v)
-                return (v - np.nanmean(v)) / s if s > 0 else np.zeros_like(v)
+                fin = v[~np.isnan(v)]
+                if fin.size == 0:  # no unit has a value (e.g. no rating of this aspect): nothing to draw
+                    return v
+                s = float(fin.std())
+                return (v - fin.mean()) / s if s > 0 else np.where(np.isnan(v), np.nan, 0.0)
 
             cmap = plt.get_cmap("tab20")
             for i, m in enumerate(metrics):

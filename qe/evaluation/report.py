@@ -28,8 +28,15 @@ UNDEFINED_NAMES = {
     "instance": "Instance level (every protocol)", "item_accuracy": "Pairwise accuracy within items",
     "errors": "Error measures", "perm_both": "PERM-BOTH", "between_datasets": "One metric across datasets",
     "pairs": "Pairwise system differences", "per_system": "Per-system breakdown", "agreement": "Human agreement",
-    "confounds": "Confounds",
+    "confounds": "Confounds", "system": "System level (correlations)",
 }
+
+
+def undefined_name(key: str) -> str:
+    """The report's name for a skipped section (``Results.undefined`` key)."""
+    if key.startswith("constant:"):
+        return f"every correlation and test on `{key.split(':', 1)[1]}`"
+    return UNDEFINED_NAMES.get(key, key)
 
 
 def _gpu() -> str:
@@ -88,14 +95,14 @@ class ReportWriter:
             return "—"
         return f"{row['r']:.3f}" + ("*" if row["significant"] else "")
 
-    def undefined(self, key: str, title: str | None = None) -> bool:
+    def undefined(self, key: str, title: str | None = None, what: str = "section") -> bool:
         """Writes "undefined (reason)" for a skipped section (once) and says whether it was skipped."""
         reason = self.res.undefined.get(key)
         if reason is None:
             return False
         if title:
             self.parts.append(f"{title}\n")
-        self.parts.append("_Undefined (the reason is in the Summary); section skipped._\n")
+        self.parts.append(f"_Undefined (the reason is in the Summary); {what} skipped._\n")
         return True
 
     def corr_table(self, level: str, protocol: str, subset: str, methods: Sequence[str],
@@ -214,7 +221,7 @@ class ReportWriter:
                          + ", ".join(f"{r.rating} {fnum(r.alpha, 2)} ({r.annotators} annotators)" for r in x.itertuples()) + ".")
         by_reason: dict[str, list[str]] = {}
         for key, reason in self.res.undefined.items():
-            by_reason.setdefault(reason, []).append(UNDEFINED_NAMES.get(key, key))
+            by_reason.setdefault(reason, []).append(undefined_name(key))
         for reason, names in by_reason.items():
             lines.append(f"Undefined ({reason}), so skipped: {'; '.join(names)}.")
         if lines:
@@ -229,7 +236,7 @@ class ReportWriter:
         ds_counts = pd.Series(d.dataset).value_counts().sort_index()
         sys_counts = pd.Series(d.system).value_counts().sort_index()
         items = f"{len(set(d.item.tolist()))} items (inputs)" if d.item is not None else "no item field"
-        p.append(f"{d.n} rated outputs; datasets: " + ", ".join(f"{k} ({v})" for k, v in ds_counts.items())
+        p.append(f"{d.n} rated output{'' if d.n == 1 else 's'}; datasets: " + ", ".join(f"{k} ({v})" for k, v in ds_counts.items())
                  + "; systems: " + ", ".join(f"{k} ({v})" for k, v in sys_counts.items())
                  + f"; {items}; rating aspects: {', '.join(d.ratings)}"
                  + (f"; human systems: {', '.join(d.human_systems)}" if d.human_systems else "; no system marked as human")
@@ -342,9 +349,15 @@ class ReportWriter:
         p = self.parts
         c = self.res.correlations
         sysc = c[c.level == "system"]
-        if sysc.empty:
+        sm = self.res.system_means
+        if sysc.empty and "system" not in self.res.undefined:
             return
         p.append("## System level — mean of instance scores and corpus-level score\n")
+        if self.undefined("system", what="correlations"):
+            if sm is not None and len(sm):
+                self.system_scores_table(sm)
+            self.system_accuracy_table()
+            return
         p.append("A unit is a system within one dataset (pooled over datasets: a dataset/system pair). Two ways, each "
                  "table named: the **mean of instance scores** of each system, and, for metrics with a corpus-level "
                  "definition (BLEU, NIST, chrF, TER computed over all of a system's outputs, as sacrebleu / mteval do), "
@@ -352,7 +365,21 @@ class ReportWriter:
                  "correlate. Sets: all systems, excluding systems marked as human (Reiter & Belz's sets I and II), and "
                  "the named `stats.system_sets`. With few units the correlations are fragile: read the n and the "
                  "bootstrap intervals. " + self.sig_note() + ".\n")
-        sm = self.res.system_means
+        self.system_scores_table(sm)
+        for s in sysc["subset"].unique():
+            for proto in ("system means", "corpus score"):
+                t = self.corr_table("system", proto, s, self.st.methods,
+                                    None if proto == "system means" else [m for m in self.d.metrics if m in self.d.corpus])
+                if t:
+                    p.append(f"### {s} — {SYSTEM_WAYS[proto]}\n\n{t}\n" + (self.ceiling_note(s.split(' · ')[0], "system")
+                                                                           if proto == "system means" and s.endswith("all systems") else ""))
+        if self.st.bootstrap_n:
+            p.append(self.ci_table("system", "system means", "pearson", lambda s: s.startswith("all ")))
+        self.system_accuracy_table()
+
+    def system_scores_table(self, sm: pd.DataFrame):
+        """Per-unit means of every rating and metric (all data), and corpus-level scores."""
+        p = self.parts
         top = sm[sm.subset == "all"].set_index("unit")
         cols = [f"rating:{a}" for a in self.d.ratings] + [f"metric:{m}" for m in self.d.metrics]
         header = ["score"] + [str(u) for u in top.index]
@@ -366,17 +393,11 @@ class ReportWriter:
             rows.append([f"{self.mlabel(m)} (corpus-level)"] + [fnum(v) for v in corpus_column(self.d, top, m)])
         p.append("### Per-unit scores (all data; metric rows are means of instance scores unless marked corpus-level)\n\n"
                  + md_table(header, rows) + "\n")
-        for s in sysc["subset"].unique():
-            for proto in ("system means", "corpus score"):
-                t = self.corr_table("system", proto, s, self.st.methods,
-                                    None if proto == "system means" else [m for m in self.d.metrics if m in self.d.corpus])
-                if t:
-                    p.append(f"### {s} — {SYSTEM_WAYS[proto]}\n\n{t}\n" + (self.ceiling_note(s.split(' · ')[0], "system")
-                                                                           if proto == "system means" and s.endswith("all systems") else ""))
-        if self.st.bootstrap_n:
-            p.append(self.ci_table("system", "system means", "pearson", lambda s: s.startswith("all ")))
+
+    def system_accuracy_table(self):
+        p = self.parts
         sa = self.res.system_accuracy
-        if sa is not None and len(sa):
+        if sa is not None and len(sa) and int(sa["pairs"].max()) > 0:
             p.append("### System-level pairwise accuracy\n")
             p.append("Share of unit pairs with different human means that the metric orders the same way (metric ties "
                      "count as misses).\n")
@@ -496,9 +517,9 @@ class ReportWriter:
 
     def pairs_section(self):
         title = "## Pairwise system differences (Reiter & Belz 2009, Table 9)"
-        if self.undefined("pairs", title):
-            return
         sp, pr = self.res.system_pairs, self.res.predicted
+        if (sp is None or sp.empty) and self.undefined("pairs", title):
+            return
         if sp is None or sp.empty:
             return
         p = self.parts

@@ -2,7 +2,6 @@
 ``qe evaluate``, or :func:`evaluate_records` from Python)."""
 from __future__ import annotations
 
-import json
 import logging
 import shlex
 import time
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from qe.core.config import to_dict
+from qe.data.record import dumps
 from qe.evaluation.analysis import Settings, analyse, build_eval_data
 from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
 
@@ -153,5 +153,5 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     print(f"scores: {result['scores']}\nreport: {result['report']}")
     summary = {"output_dir": str(out_dir), "report": str(result["report"]), "scores": str(result["scores"]),
                "metrics": list(result["data"].metrics), "records": result["data"].n}
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (out_dir / "summary.json").write_text(dumps(summary, indent=2), encoding="utf-8")
     return result

@@ -7,7 +7,8 @@ A *metric* in a meta-evaluation is either
 * a **column** -- a precomputed score shipped inside the records (``record.metrics``, e.g. EMNLP17's BLEU /
   METEOR / TER columns), used as a pseudo-metric.
 
-``scores.jsonl`` (one line per record: id, system, dataset, item, ratings, scores) and ``scores.meta.json``
+``scores.jsonl`` (one line per record: id, system, dataset, item, ratings, scores; strict JSON -- a missing (NaN)
+score or rating is ``null``, an infinite one ``"inf"`` / ``"-inf"``, :func:`qe.data.record.dumps`) and ``scores.meta.json``
 (per metric: where it came from, its signature, its orientation) are rewritten atomically after each scorer, so
 a crash loses at most the scorer that was running; with ``resume=True`` a rerun into the same directory reuses
 every finished scorer whose spec (model + options) and record ids are unchanged.
@@ -31,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from qe.core.inputs import scorer_inputs
-from qe.data.record import Record
+from qe.data.record import Record, dumps
 from qe.errors import MissingInputError, QEError
 
 log = logging.getLogger(__name__)
@@ -193,7 +194,7 @@ def write_scores(out_dir: Path, records: Sequence[Record], items: Sequence[str |
             row = {"id": r.id, "system": r.system, "dataset": r.dataset, "item": items[i],
                    "ratings": {k: _clean(v) for k, v in r.ratings.items()},
                    "scores": {n: _clean(float(metrics[n][i])) for n in names}}
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            f.write(dumps(row) + "\n")  # strict JSON: NaN -> null, +-inf -> "inf" / "-inf"
     tmp.replace(out_dir / SCORES_FILE)
     meta = {"records": len(records), "ids_sha256": digest,
             "metrics": {n: {"source": info[n].source, "higher_is_better": info[n].higher_is_better,
@@ -201,7 +202,7 @@ def write_scores(out_dir: Path, records: Sequence[Record], items: Sequence[str |
             "scorer_specs": dict(specs_done),
             "corpus": {m: {UNIT_SEP.join(u): _clean(v) for u, v in t.items()} for m, t in (corpus or {}).items()}}
     tmpm = out_dir / (META_FILE + ".tmp")
-    tmpm.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmpm.write_text(dumps(meta, indent=2), encoding="utf-8")
     tmpm.replace(out_dir / META_FILE)
 
 

@@ -68,15 +68,16 @@ class SegmentPairClassifier(torch.nn.Module):
         return SequenceClassifierOutput(logits=self.classifier(self.dropout(pooled)))
 
     def save_pretrained(self, path, safe_serialization: bool = True):
-        import json
         from pathlib import Path
 
         from safetensors.torch import save_file
 
+        from qe.data.record import dumps
+
         path = Path(path)
         self.encoder.save_pretrained(path, safe_serialization=True)
-        (path / PAIR_HEAD_CONFIG).write_text(json.dumps({"pooling": "segments", "num_labels": self.num_labels,
-                                                          "dropout": self.dropout_p}, indent=2))
+        (path / PAIR_HEAD_CONFIG).write_text(dumps({"pooling": "segments", "num_labels": self.num_labels,
+                                                     "dropout": self.dropout_p}, indent=2, ensure_ascii=True))
         save_file({k: v.detach().contiguous() for k, v in self.classifier.state_dict().items()}, str(path / PAIR_HEAD_WEIGHTS))
 
     @classmethod

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from qe.core.scorer import Scorer
+from qe.data.record import dumps
 from qe.gruen import format as fmt
 from qe.gruen.focus import FocusConfig
 from qe.gruen.preprocess import preprocess
@@ -181,6 +182,12 @@ def combine(raw: GruenRaw, p: GruenParams) -> dict[str, list[float]]:
     return out
 
 
+def _from_json(values: list) -> np.ndarray:
+    """An array cached by :class:`PartCache`: null (NaN) and "inf" / "-inf" read back as floats."""
+    a = np.asarray(values)
+    return a.astype(float) if a.dtype == object or a.dtype.kind == "U" else a
+
+
 class PartCache:
     """Per-part results keyed by (part, model) and the exact list of inputs, stored as JSON in ``directory``."""
 
@@ -199,11 +206,11 @@ class PartCache:
             h.update(b"\0")
         f = self.dir / f"{part.split('|')[0]}-{h.hexdigest()[:20]}.json"
         if f.is_file():
-            return tuple(np.asarray(x) for x in json.loads(f.read_text()))
+            return tuple(_from_json(x) for x in json.loads(f.read_text()))
         res = compute()
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = f.with_suffix(".tmp")
-        tmp.write_text(json.dumps([np.asarray(x).tolist() for x in res]))
+        tmp.write_text(dumps([np.asarray(x).tolist() for x in res]))  # strict JSON: NaN -> null, inf -> "inf"
         tmp.replace(f)
         return tuple(np.asarray(x) for x in res)
 

@@ -27,7 +27,6 @@ configured loggers (:func:`qe.training.log_metrics`), so ``logger=csv|wandb|none
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from pathlib import Path
@@ -40,6 +39,7 @@ from omegaconf import DictConfig
 
 from qe.core.config import to_dict
 from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout
+from qe.data.record import dumps
 from qe.gruen import format as fmt
 from qe.gruen.data import MLMDataModule, TextClassificationDataModule, load_documents, read_cola, sop_pairs
 from qe.gruen.model import build_classifier, encoder_layers, mlm_parts
@@ -448,9 +448,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     res["component_means"] = {k: float(np.mean(v)) for k, v in comps.items()}
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "gruen_report.json").write_text(json.dumps(res, indent=2, default=float))
-    print(json.dumps({"signature": res["signature"], "dev/spearman": metrics["dev/spearman"],
-                      **({"test": res["test"]} if "test" in res else {})}, indent=1, default=float))
+    (out_dir / "gruen_report.json").write_text(dumps(res, indent=2, default=float))
+    print(dumps({"signature": res["signature"], "dev/spearman": metrics["dev/spearman"],
+                 **({"test": res["test"]} if "test" in res else {})}, indent=1, default=float))
     log_metrics(cfg, metrics, run_dir=out_dir)
     if cfg.get("export") and g.get("write_export", True):
         dest = fmt.save_gruen_export(Path(str(cfg.export_dir)).expanduser(), models=models,

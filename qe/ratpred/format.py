@@ -16,6 +16,7 @@ from typing import Any
 
 from torch import nn
 
+from qe.data.record import dumps
 from qe.export import export_writer, read_manifest, verify_checksum
 from qe.ratpred.model import RatPredNet, Vocab
 
@@ -45,7 +46,7 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
     dest = Path(dest)
     with export_writer(dest, kind=EXPORT_KIND, config=full, data=data, metrics=metrics) as tmp:
         save_model(net, str(tmp / MODEL_FILE))
-        (tmp / VOCAB_FILE).write_text(json.dumps(vocab.itos, ensure_ascii=False))
+        (tmp / VOCAB_FILE).write_text(dumps(vocab.itos, ensure_ascii=False))
         if sent_model is not None:
             sent_model.config.save_pretrained(str(tmp / SENTENCE_DIR))
             sentence_tokens.save(tmp / SENTENCE_DIR)

@@ -46,6 +46,7 @@ from torch import nn
 
 from qe.core.config import to_dict
 from qe.data.datasets import load_dataset
+from qe.data.record import dumps
 from qe.export import MANIFEST
 from qe.ratpred import format as fmt
 from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, make_loader, make_parts,
@@ -369,6 +370,7 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
             done, weights = sdir / "stage.json", sdir / "best.safetensors"
             if resume and done.is_file() and weights.is_file():
                 stage_info = json.loads(done.read_text())
+                stage_info["best_dev_corr"] = _number(stage_info.get("best_dev_corr"))
                 module.load_state_dict(load_file(str(weights)))
                 log.info("%s: finished earlier, best weights loaded", sdir)
             else:
@@ -385,7 +387,7 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
                 if tmp is None:
                     sdir.mkdir(parents=True, exist_ok=True)
                     save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}, str(weights))
-                    done.write_text(json.dumps(stage_info, indent=1))
+                    done.write_text(dumps(stage_info, indent=1))
             info.setdefault("stages", []).append(stage_info)
             best = stage_info["best_dev_corr"]
     finally:
@@ -474,11 +476,42 @@ def target_records(cfg: DictConfig) -> list:
     return recs
 
 
+#: the numeric fields of a predictions row
+PRED_FIELDS = ("pred", "raw", "gold")
+
+
+def _number(v: Any) -> float:
+    """A number read back from JSON this module wrote (:func:`qe.data.record.dumps`): null was NaN, "inf" / "-inf"
+    were infinities."""
+    return math.nan if v is None else float(v)
+
+
+def _numbers(row: dict, keys) -> dict:
+    """``row`` with the values under ``keys`` (where present) read back as floats (:func:`_number`)."""
+    return {**row, **{k: _number(row[k]) for k in keys if k in row}}
+
+
+def _read_run_info(path: Path) -> dict:
+    """A finished sub-run's ``result.json``, its figures read back as floats (NaN / inf survive the strict JSON)."""
+    info = json.loads(path.read_text())
+    info["best_dev_corr"] = _number(info.get("best_dev_corr"))
+    for kind in ("test", "test_raw"):
+        if isinstance(info.get(kind), dict):
+            info[kind] = _numbers(info[kind], list(info[kind]))
+    return info
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    """Rows written by :func:`_write_jsonl` (predictions), their numbers read back as floats."""
+    with open(path) as f:
+        return [_numbers(json.loads(x), PRED_FIELDS) for x in f if x.strip()]
+
+
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w") as f:
         for row in rows:
-            f.write(json.dumps(row) + "\n")
+            f.write(dumps(row) + "\n")  # strict JSON: a NaN prediction or rating -> null
     tmp.replace(path)
 
 
@@ -531,8 +564,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             sub = out_dir / "runs" / f"seed{seed}_fold{fold}"
             first_dir = first_dir or sub
             if resume and (sub / "result.json").is_file():
-                run_info = json.loads((sub / "result.json").read_text())
-                rows = [json.loads(x) for x in open(sub / "predictions.jsonl")]
+                run_info = _read_run_info(sub / "result.json")
+                rows = _read_jsonl(sub / "predictions.jsonl")
                 print(f"[ratpred {setup} seed={seed} fold={fold}] finished earlier: {sub}", flush=True)
             else:
                 stage_resume = resume and str(proto.get("resume", "subrun")) == "stage"
@@ -545,14 +578,14 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 run_info["label"] = labels[fold]
             runs.append(run_info)
             if (sub / "dev_predictions.jsonl").is_file():  # absent in sub-runs finished before it was written
-                dev_rows.extend(json.loads(x) for x in open(sub / "dev_predictions.jsonl"))
+                dev_rows.extend(_read_jsonl(sub / "dev_predictions.jsonl"))
             all_pred.extend(r["pred"] for r in rows)
             all_raw.extend(r["raw"] for r in rows)
             all_gold.extend(r["gold"] for r in rows)
             preds_rows.extend(rows)
             _write_jsonl(out_dir / "predictions.jsonl", preds_rows)  # after every fold: an interrupted run keeps them
             _write_jsonl(out_dir / "dev_predictions.jsonl", dev_rows)
-            (out_dir / "results.json").write_text(json.dumps(
+            (out_dir / "results.json").write_text(dumps(
                 {"setup": setup, "sources": list(sources), "mode": proto.get("mode", "cv"), "partial": True,
                  "runs": runs}, indent=1, default=str))
         if all_gold:  # transfer mode has no rated test part
@@ -576,7 +609,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         result["fold_mean"] = {k: float(np.mean([v[k] for v in per_fold.values()]))
                                for k in next(iter(per_fold.values())) if k != "seeds"}
     result.update(runs=runs, config=plain_config(cfg))
-    (out_dir / "results.json").write_text(json.dumps(result, indent=1, default=str))
+    (out_dir / "results.json").write_text(dumps(result, indent=1, default=str))
     _write_jsonl(out_dir / "predictions.jsonl", preds_rows)
     print(f"\nRatPred {setup} ({proto.get('mode', 'cv')}, seeds={seeds}): "
           + ("  ".join(f"{k}={v:.3f}" for k, v in summary.items()) or "no rated test part"))
@@ -625,8 +658,8 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
     m_raw = correlations(raw, gold) if len(gold) else {}
     log.info("setup %s seed %s fold %s: %s  (%d train instances, %.0fs)", setup, seed, fold,
              {k: round(v, 3) for k, v in m.items()}, info["train_total"], info["seconds"])
-    print(f"[ratpred {setup} seed={seed} fold={fold}] test {json.dumps({k: round(v, 3) for k, v in m.items()})}"
-          f" raw {json.dumps({k: round(v, 3) for k, v in m_raw.items()})}"
+    print(f"[ratpred {setup} seed={seed} fold={fold}] test {dumps({k: round(v, 3) for k, v in m.items()})}"
+          f" raw {dumps({k: round(v, 3) for k, v in m_raw.items()})}"
           f" train={info['train_total']} dev_corr={info['best_dev_corr']:.3f} {info['seconds']:.0f}s", flush=True)
     run_info = {"seed": seed, "fold": fold, "counts": counts, "test": m, "test_raw": m_raw, "dev": len(dev), **info}
     rows = [{"seed": seed, "fold": fold, "id": i.src, "pred": float(x), "raw": float(y), "gold": i.rating}
@@ -645,7 +678,7 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
                       metrics={f"test/{k}": v for k, v in m.items()} | {"val/corr": info["best_dev_corr"]})
     _write_jsonl(sub / "predictions.jsonl", rows)
     _write_jsonl(sub / "dev_predictions.jsonl", dev_rows)
-    (sub / "result.json").write_text(json.dumps(run_info, indent=1, default=str))  # last: marks the sub-run done
+    (sub / "result.json").write_text(dumps(run_info, indent=1, default=str))  # last: marks the sub-run done
     if not proto.get("keep_checkpoints", False):
         for stage_dir in STAGE_DIRS.values():
             shutil.rmtree(sub / stage_dir / "checkpoints", ignore_errors=True)

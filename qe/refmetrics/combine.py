@@ -23,6 +23,7 @@ import numpy as np
 
 
 from qe.core.scorer import Scorer
+from qe.data.record import dumps
 
 
 def zstats(x) -> tuple[float, float]:
@@ -108,6 +109,6 @@ class RougeLM(Scorer):
         if not self.stats:
             raise ValueError("no statistics yet: call fit_stats(outputs, refs) first")
         p = Path(path)
-        p.write_text(json.dumps({**{k: list(v) for k, v in self.stats.items()}, "signature": self.signature},
-                                indent=2) + "\n", encoding="utf-8")
+        p.write_text(dumps({**{k: list(v) for k, v in self.stats.items()}, "signature": self.signature},
+                           indent=2) + "\n", encoding="utf-8")
         return p

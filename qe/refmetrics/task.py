@@ -15,7 +15,6 @@ directory, and into the export's manifest (:mod:`qe.refmetrics.format`, kind ``s
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from qe.core.config import to_dict
+from qe.data.record import dumps
 from qe.refmetrics import format as fmt
 from qe.refmetrics.svr import compute_features, feature_needs_refs, kann_mse, pearson
 
@@ -128,7 +128,7 @@ def run(cfg) -> dict[str, Any]:
         print(f"\nexport written to: {path}")
         report = Path(cfg.paths.output_dir) / "svr_report.json"
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+        report.write_text(dumps(metrics, indent=2) + "\n", encoding="utf-8")
     return metrics
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from qe.data.record import dumps
 from qe.errors import ExportError, MissingDependencyError
 
 ARCHIVE_SUFFIX = ".qe.tar.gz"
@@ -176,7 +177,8 @@ def pack(source: str | os.PathLike, out_dir: str | os.PathLike, *, name: str | N
     try:
         with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            blob = (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8")
+            # strict JSON; ensure_ascii as before, so that an archive's bytes (and sha256) do not change
+            blob = (dumps(meta, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("utf-8")
             tar.addfile(info(ARCHIVE_MANIFEST, len(blob)), io.BytesIO(blob))
             dirs = sorted({p.parent for p in files if p.parent != export} | {export})
             for d in dirs:
@@ -288,7 +290,7 @@ def fetch(source: str | os.PathLike, *, sha256: str | None = None,
     if tag:
         index[src] = {"sha256": got, "tag": tag}
         itmp = index_path.with_name(f".urls.json.tmp-{os.getpid()}")
-        itmp.write_text(json.dumps(index, indent=2, default=str) + "\n", encoding="utf-8")
+        itmp.write_text(dumps(index, indent=2, default=str) + "\n", encoding="utf-8")
         os.replace(itmp, index_path)
     return final, got
 
@@ -457,7 +459,7 @@ def _write_record(models: Path, name: str, meta: dict[str, Any], source: Any, di
             old = {}
     rec = {**old, "name": name, "kind": meta.get("kind"), "checksum": meta.get("export_checksum"),
            "fingerprint": meta.get("fingerprint"), "installed_from": str(source), "archive_sha256": digest}
-    rec_path.write_text(json.dumps(rec, indent=2, default=str) + "\n", encoding="utf-8")
+    rec_path.write_text(dumps(rec, indent=2, default=str) + "\n", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------------------------------------- push

@@ -41,7 +41,7 @@ record too; ``verify`` compares the model with the record (or ``--against`` anot
 fingerprint file) and says *bit-identical*, *equivalent* (within the kind's documented tolerance) or *different*
 (with the largest differences). Exit status: 0 when every model is bit-identical or equivalent, 1 otherwise.
 
-Seed spread (issue 26, point 3): ``qe zoo --models-dir DIR build NAME --seed S`` builds the recipe with seed ``S``
+Seed spread: ``qe zoo --models-dir DIR build NAME --seed S`` builds the recipe with seed ``S``
 (``seed=S``, or ``protocol.seeds=[S]`` for RatPred) into another models directory, and ``qe zoo spread NAME --seeds
 1 2 3`` builds one per seed under ``<models>/.spread/<name>/seed-<S>/`` and prints the validation figures' mean and
 sd over the seeds.
@@ -59,6 +59,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from qe import zoo as _names
+from qe.data.record import dumps
 from qe.errors import ExportError, MissingDependencyError
 from qe.export import MANIFEST, export_checksum, read_manifest, verify_checksum
 from qe.zoo import card
@@ -325,7 +326,7 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
             raise ZooError(f"{build_dir} holds an interrupted build of another schedule ({'GPU' if old.get('gpu') else 'CPU'},"
                              f" overrides {old.get('overrides')}); remove that folder to start afresh")
     else:
-        stamp.write_text(json.dumps(schedule, indent=2) + "\n")
+        stamp.write_text(dumps(schedule, indent=2) + "\n")
     if not quiet:
         print(f"{name}: building in {build_dir} ({'GPU' if gpu else 'CPU'} schedule; rerun the same command to resume)\n"
               f"  {display_command(cmd)}", flush=True)
@@ -357,7 +358,7 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
     rec = {**schedule, "kind": manifest["kind"], "checksum": digest, "fingerprint": manifest.get("fingerprint"),
            "command": display_command(cmd), "build_seconds": round(time.time() - t0, 1), "recipe": asdict(recipe)}
     _record_path(models, name).parent.mkdir(parents=True, exist_ok=True)
-    _record_path(models, name).write_text(json.dumps(rec, indent=2) + "\n")
+    _record_path(models, name).write_text(dumps(rec, indent=2) + "\n")
     # the run's figures outlive the build directory: RatPred's results.json / predictions.jsonl (the cross-validated
     # test predictions docs evaluate), training logs
     kept = _record_path(models, name).with_suffix("")
@@ -470,7 +471,7 @@ def compare(a: str, b: str, models_dir: str | Path | None = None, *, live: bool 
     ia, ib = _identity(a, models_dir, live=live), _identity(b, models_dir, live=live)
     v = fpm.compare(ia, ib)
     if as_json:
-        print(json.dumps({"a": ia.source, "b": ib.source, **v.to_json()}, indent=2))
+        print(dumps({"a": ia.source, "b": ib.source, **v.to_json()}, indent=2))  # max_delta may be inf: "inf"
     else:
         _print_verdict(f"{b}", v, a)
     return 0 if v.same else 1
@@ -482,7 +483,7 @@ def fingerprint(spec: str, models_dir: str | Path | None = None, *, out: str | N
     ident = _identity(spec, models_dir, live=live)
     if not fpm.has_scores(ident.fingerprint):
         ident.ensure_fingerprint()
-    text = json.dumps({k: v for k, v in ident.to_json().items() if k != "source"}, indent=2) + "\n"
+    text = dumps({k: v for k, v in ident.to_json().items() if k != "source"}, indent=2) + "\n"
     if out:
         Path(out).write_text(text, encoding="utf-8")
         print(f"{spec}: fingerprint written to {out} (checksum {str(ident.checksum)[:12]}, "
@@ -494,7 +495,7 @@ def fingerprint(spec: str, models_dir: str | Path | None = None, *, out: str | N
 
 def spread(name: str, seeds: list[int], models_dir: str | Path | None = None, *, gpu: bool = False) -> int:
     """Build ``name`` once per seed into ``<models>/.spread/<name>/seed-<S>/`` (resumable, like every build) and print
-    each validation figure's mean and sd over the seeds: what a rebuild elsewhere should give (issue 26, point 3)."""
+    each validation figure's mean and sd over the seeds: what a rebuild elsewhere should give."""
     import statistics
 
     models = _names.models_dir(models_dir)

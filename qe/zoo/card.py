@@ -186,6 +186,8 @@ def _figure_rows(manifest: dict[str, Any]) -> list[tuple[str, str, str]]:
               "train": "training", "all": "all rated outputs"}
     rows = []
     for k, v in (manifest.get("metrics") or {}).items():
+        if v is None:  # a NaN figure, written as null (strict JSON)
+            v = math.nan
         if isinstance(v, bool) or not isinstance(v, (int, float)) or _NOT_FIGURES.search(k.lower()):
             continue
         head = re.split(r"[/_.]", k, maxsplit=1)[0].lower()
@@ -282,12 +284,12 @@ def render(manifest: dict[str, Any], *, signature: str | None, fingerprint: dict
 
 
 def _write_manifest(export_dir: Path, manifest: dict[str, Any]) -> None:
+    from qe.data.record import dumps
     from qe.export import MANIFEST, _json_default
 
     tmp = export_dir / f".{MANIFEST}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=2, sort_keys=False, default=_json_default)
-        f.write("\n")
+        f.write(dumps(manifest, indent=2, default=_json_default) + "\n")  # strict JSON: NaN -> null
     tmp.replace(export_dir / MANIFEST)
 
 

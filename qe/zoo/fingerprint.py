@@ -61,7 +61,7 @@ class Tolerance:
     why: str = ""
 
 
-# Why these values. A rebuild elsewhere (issue 26) moved an LM's validation perplexity by 0.1% (5.775 vs 5.77: the
+# Why these values. A rebuild on another machine of the same kind moved an LM's validation perplexity by 0.1% (5.775 vs 5.77: the
 # same model) and a RatPred model's validation correlation by 0.019 (0.460 vs 0.479: not the same model). Validation
 # tolerances sit between those: 0.01 absolute for figures in [-1, 1], 1% relative for the others. Score tolerances
 # are set on each kind's scale, well below what a different seed moves (tests/test_zoo_archive.py: another seed of a
