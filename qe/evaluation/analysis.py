@@ -16,13 +16,17 @@ Levels and protocols (every table names its own):
 
 Confounds (:func:`confounds`): partial correlations controlling for output length (words) and sentence count,
 correlations within length bins, and a flag on metrics whose correlation they explain. Human agreement
-(:func:`human_agreement`): correlations between rating columns and Krippendorff's alpha over per-annotator ratings
-(rating keys ``<aspect>@<annotator>``), the ceiling for any metric.
+(:func:`human_agreement`), per scope and set of systems: the **ceiling** -- agreement among the annotators of the
+*same* criterion (rating keys ``<aspect>@<annotator>``): Krippendorff's alpha, one annotator vs the others, split-half
+reliability stepped up with Spearman–Brown, at instance and system level (:func:`human_ceiling`) -- and, in a table
+of its own and never called a ceiling, the correlations between *different* criteria.
 
 Undefined stays undefined: a statistic that cannot be computed (one rating per system, too few items or units,
 constant scores) is not reported as a number; ``Results.undefined`` names each skipped section and why, once.
 
-p-values: analytic (scipy) for ``none`` and system level; for the averaged protocols, which have no analytic
+p-values: scipy's for ``none`` and system level (``p_kind`` names the kind: analytic; Kendall's exact null
+distribution for small samples without ties; a permutation test for Spearman with fewer than 10 points); for the
+averaged protocols, which have no analytic
 test, the percentile-bootstrap p-value over groups (only with at least ``MIN_BOOTSTRAP_GROUPS`` groups; it
 reflects the spread between groups, not the sampling error inside them). The correction (none / Bonferroni / Holm) is applied across
 the metrics of one table column: same level, protocol, subset, rating aspect and coefficient.
@@ -89,6 +93,8 @@ class Settings:
     significant_pairs: list = field(default_factory=list)
     #: system level also on each system's corpus-level score (scorers with a pooled corpus_score)
     corpus_level: bool = True
+    #: random draws of annotators averaged by the one-vs-rest and split-half agreement estimators
+    agreement_draws: int = 100
 
     def __post_init__(self):
         for m in self.methods:
@@ -110,6 +116,10 @@ class Settings:
         for name, systems in (self.system_sets or {}).items():
             if isinstance(systems, str) or not all(isinstance(x, str) for x in systems or []):
                 raise ValueError(f"stats.system_sets.{name} must be a list of system names, got {systems!r}")
+            if not systems:
+                raise ValueError(f"stats.system_sets.{name} is empty; give the system names it holds")
+        if self.agreement_draws < 1:
+            raise ValueError(f"stats.agreement.draws must be at least 1, got {self.agreement_draws!r}")
         self.significant_pairs = [parse_pair(x) for x in (self.significant_pairs or [])]
 
 
@@ -205,11 +215,16 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
                     ratings: list[str] | None = None, item_key: str | None = "mr",
                     human_systems: Iterable[str] | None = None, rating_range=None,
                     dataset_name: str = "<dataset>", confounds: bool = True, sentence_splitter: str = "pysbd",
-                    corpus: dict | None = None, notes: list[str] | None = None) -> EvalData:
+                    corpus: dict | None = None, notes: list[str] | None = None,
+                    optional_human_systems: Iterable[str] | None = None) -> EvalData:
     """Align records, ratings and metric scores; check that the asked-for rating columns and item field exist.
 
     Rating keys ``<aspect>@<annotator>`` are per-annotator ratings: they feed Krippendorff's alpha and, where a
-    record has no plain ``<aspect>`` rating, its mean over annotators is the aspect's rating."""
+    record has no plain ``<aspect>`` rating, its mean over annotators is the aspect's rating.
+
+    ``human_systems`` must name systems in the records (:func:`analyse` raises an error naming any other),
+    except those also listed in ``optional_human_systems``: human systems a dataset may or may not load (the
+    WebNLG reference, present only with ``include_reference=true``). An absent optional one is said in the notes."""
     from qe.evaluation.scoring import EvaluationConfigError
 
     present: list[str] = []
@@ -265,13 +280,21 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
             mean[has] = np.nanmean(ann[has], axis=1)
             v = np.where(np.isnan(v), mean, v)
         rating_cols[a] = _finite_or_nan(v, f"rating {a!r}", notes)
+    present_systems = {r.system if r.system is not None else "(none)" for r in records}
+    optional = list(dict.fromkeys(optional_human_systems or []))
+    human = list(dict.fromkeys(list(human_systems or []) + optional))
+    absent = [s for s in optional if s not in present_systems]
+    if absent and notes is not None:
+        notes.append(f"Human system(s) {', '.join(absent)} (dataset.optional_human_systems) not in these records, so "
+                     "there is no 'excluding human' set" + (" for them" if len(absent) < len(human) else "") + ".")
+    human = [s for s in human if s not in absent]
     return EvalData(
         ids=np.array([r.id for r in records], dtype=object),
         system=np.array([r.system if r.system is not None else "(none)" for r in records], dtype=object),
         dataset=np.array([r.dataset if r.dataset is not None else dataset_name for r in records], dtype=object),
         item=item,
         ratings=rating_cols,
-        metrics=metrics, info=info, human_systems=[s for s in (human_systems or [])],
+        metrics=metrics, info=info, human_systems=human,
         rating_range=tuple(rating_range) if rating_range else None,
         covariates=covariates_of([r.output for r in records], sentence_splitter) if confounds else {},
         annotations=annotations, corpus=dict(corpus or {}))
@@ -297,6 +320,8 @@ class Results:
     alpha: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: section -> why it is not computed ("undefined (reason)" in the report, said once)
     undefined: dict[str, str] = field(default_factory=dict)
+    #: agreement among the annotators of each criterion (the human ceiling): :func:`human_ceiling`
+    ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _seed(base: int, *key: Any) -> int:
@@ -355,7 +380,7 @@ def corpus_column(d: EvalData, means: pd.DataFrame, metric: str) -> np.ndarray:
 def _corr_row(**kw) -> dict:
     base = dict(level="", protocol="", subset="", units="", rating="", metric="", method="", r=math.nan,
                 p=math.nan, p_kind="", n=0, n_dropped=0, groups_skipped=0, ci_low=math.nan, ci_high=math.nan,
-                ci_valid=0)
+                ci_valid=0, why="")
     base.update(kw)
     return base
 
@@ -405,6 +430,67 @@ def too_few_units(d: EvalData, n_units: int, pooled: bool) -> str | None:
     return f"{what}; a system-level correlation needs at least {MIN_CORRELATION_N}"
 
 
+def why_undefined(x, h, metric: str, rating: str, n_min: int = MIN_CORRELATION_N) -> str:
+    """Why a correlation of ``x`` (metric) with ``h`` (rating) is undefined here, or "" when it is defined:
+    too few complete pairs, a constant metric, a constant rating."""
+    x, h = S.complete_pairs(x, h)
+    if x.size < n_min:
+        return f"{_plural(int(x.size), 'complete pair')} (metric and rating both present); a correlation needs {n_min}"
+    if S._is_constant(x):
+        return f"`{metric}` is constant here (every score is {float(x[0]):g}), so it cannot correlate with anything"
+    if S._is_constant(h):
+        return f"`{rating}` is constant here (every rating is {float(h[0]):g})"
+    return ""
+
+
+def _why_grouped(x, h, metric: str, rating: str, st: Settings) -> str:
+    """Why an averaged (per system / per item) correlation is undefined: a constant side over the whole scope,
+    else no group with enough outputs in which both sides vary."""
+    why = why_undefined(x, h, metric, rating)
+    return why or (f"no group has {st.min_group_size} or more outputs in which both `{metric}` and `{rating}` vary")
+
+
+def constant_metrics(d: EvalData) -> dict[str, str]:
+    """Metrics that cannot correlate with anything: no score at all, or one score for every output."""
+    out = {}
+    for m, v in d.metrics.items():
+        vv = v[~np.isnan(v)]
+        if vv.size == 0:
+            out[m] = f"the metric `{m}` has no score (every score is missing)"
+        elif vv.size >= 2 and float(np.ptp(vv)) == 0.0:
+            out[m] = (f"every `{m}` score is {float(vv[0]):g}: a constant metric cannot correlate with a rating or "
+                      "order outputs or systems")
+    return out
+
+
+def check_system_names(systems: Iterable[str], st: Settings, human_systems: Iterable[str] = ()) -> None:
+    """Every system named in ``stats.system_sets`` and ``human_systems`` is one of ``systems`` (those of the
+    records); a misspelt name is an error naming it (and the closest names), never a silently smaller set."""
+    import difflib
+
+    from qe.evaluation.scoring import EvaluationConfigError
+
+    known = sorted(set(systems))
+
+    def unknown_msg(what: str, names: list[str]) -> str:
+        hints = []
+        for x in names:
+            close = difflib.get_close_matches(x, known, n=2, cutoff=0.6)
+            if close:
+                hints.append(f"{x!r}: did you mean {' or '.join(repr(c) for c in close)}?")
+        return (f"{what}: system(s) {names} not in the data" + (f" ({'; '.join(hints)})" if hints else "")
+                + f"; its systems are: {known}")
+
+    for name, systems in (st.system_sets or {}).items():
+        missing = [x for x in systems if x not in known]
+        if missing:
+            raise EvaluationConfigError(unknown_msg(f"stats.system_sets.{name}", missing))
+    missing = [x for x in human_systems if x not in known]
+    if missing:
+        raise EvaluationConfigError(unknown_msg("dataset.human_systems", missing)
+                                    + " (a human system a dataset may leave out belongs in dataset.optional_human_systems)")
+
+
 def constant_ratings(d: EvalData) -> dict[str, str]:
     """Rating aspects that cannot correlate with anything: no value at all, or one value in every rated output."""
     out = {}
@@ -425,7 +511,9 @@ def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] |
     outputs (instance level), too few systems (system level), one system (pairwise differences), ratings that do
     not vary, a per-system table (one record per system)."""
     notes = list(notes or [])
+    check_system_names(d.systems, st, d.human_systems)
     undefined: dict[str, str] = {f"constant:{a}": why for a, why in constant_ratings(d).items()}
+    undefined.update({f"constant_metric:{m}": why for m, why in constant_metrics(d).items()})
     scopes = _scopes(d)
     pooled_all = len(d.datasets) > 1
     few = too_few_outputs(d)
@@ -457,9 +545,9 @@ def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] |
     # pairwise system differences (Reiter & Belz 2009, Table 9)
     sp_rows, pred_rows = _system_pairs(d, st, notes, undefined)
     conf = confounds(d, st, scopes, pooled_all, undefined, instance=not no_instance)
-    agree, alpha = human_agreement(d, st, scopes, pooled_all, undefined)
+    agree, alpha, ceiling = human_agreement(d, st, scopes, pooled_all, undefined)
     return Results(st, corr, nan_counts(d), errors, system_means_df, sys_acc, item_acc, williams, perm, between,
-                   sp_rows, pred_rows, notes, conf, agree, alpha, undefined)
+                   sp_rows, pred_rows, notes, conf, agree, alpha, undefined, ceiling=ceiling)
 
 
 def nan_counts(d: EvalData) -> pd.DataFrame:
@@ -484,7 +572,8 @@ def _flatten_rows(d: EvalData, st: Settings, m: str, a: str, subsets) -> list[di
         for meth in st.methods:
             c = S.correlation(x, h, meth, st.tails, sgn)
             row = _corr_row(level="instance", protocol="none", subset=sname, units="outputs", rating=a,
-                            metric=m, method=meth, r=c.r, p=c.p, p_kind="analytic", n=c.n, n_dropped=dropped)
+                            metric=m, method=meth, r=c.r, p=c.p, p_kind=c.p_kind, n=c.n, n_dropped=dropped,
+                            why=why_undefined(x, h, m, a) if math.isnan(c.r) else "")
             if st.bootstrap_n and meth in st.bootstrap_methods and not sname.startswith("system=") and c.n >= 3:
                 b = S.bootstrap_correlation(x, h, meth, st.bootstrap_n, st.ci,
                                             _seed(st.seed, "inst", sname, a, m, meth), st.tails, sgn)
@@ -510,7 +599,8 @@ def _grouped_rows(d: EvalData, st: Settings, m: str, a: str, scopes, pooled_all:
                 row = _corr_row(level="instance", protocol=proto, subset=sname,
                                 units="systems" if proto == "sys" else "items", rating=a, metric=m,
                                 method=meth, r=g.r, n=g.n_groups, n_dropped=dropped,
-                                groups_skipped=g.n_groups_skipped, p_kind="bootstrap")
+                                groups_skipped=g.n_groups_skipped, p_kind="bootstrap",
+                                why=_why_grouped(x, h, m, a, st) if math.isnan(g.r) else "")
                 if st.bootstrap_n and g.n_groups >= MIN_BOOTSTRAP_GROUPS:
                     b = S.bootstrap_averaged(list(g.per_group.values()), st.bootstrap_n, st.ci,
                                              _seed(st.seed, proto, sname, a, m, meth), st.tails, sgn)
@@ -583,7 +673,8 @@ def system_level(d: EvalData, st: Settings, scopes, pooled_all: bool, notes: lis
                             c = S.correlation(X, H, meth, st.tails, sgn)
                             row = _corr_row(level="system", protocol=proto, subset=f"{sname} · {set_name}",
                                             units=unit_desc, rating=a, metric=m, method=meth, r=c.r, p=c.p,
-                                            p_kind="analytic", n=c.n)
+                                            p_kind=c.p_kind, n=c.n,
+                                            why=why_undefined(X, H, m, a) if math.isnan(c.r) else "")
                             if st.bootstrap_n and c.n >= 3:
                                 Xc, Hc = S.complete_pairs(X, H)
                                 key = ("sys", sname, set_name, a, m, meth) + (() if proto == "system means" else (proto,))
@@ -838,10 +929,11 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
                     t = S.wilcoxon_paired(x1["h"].to_numpy(), x2["h"].to_numpy())
                     diff = float((x1["h"] - x2["h"]).mean()) if len(x1) else math.nan
                     row = {"rating": a, "dataset": ds, "system_a": s1, "system_b": s2, "test": "Wilcoxon signed-rank",
-                           "n": int(len(x1)), "mean_a": float(x1["h"].mean()), "mean_b": float(x2["h"].mean()),
+                           "n": int(len(x1)), "mean_a": float(x1["h"].mean()) if len(x1) else math.nan,
+                           "mean_b": float(x2["h"].mean()) if len(x1) else math.nan,
                            "diff": diff, "statistic": t.statistic, "p": t.p}
                     for m in d.metrics:
-                        row[f"m:{m}"] = float((x1[f"m:{m}"] - x2[f"m:{m}"]).mean())
+                        row[f"m:{m}"] = float((x1[f"m:{m}"] - x2[f"m:{m}"]).mean()) if len(x1) else math.nan
                     fam.append(row)
             else:
                 from statsmodels.stats.multicomp import pairwise_tukeyhsd
@@ -869,7 +961,12 @@ def _system_pairs(d: EvalData, st: Settings, notes: list[str],
         for r, q in zip(fam, padj):
             r["p_adj"] = float(q)
             r["significant"] = bool(q < st.pairwise_alpha)
-            r["better"] = (r["system_a"] if r["diff"] > 0 else r["system_b"]) if r["diff"] != 0 else "="
+            if math.isnan(r["p"]) and r["n"] == 0:  # no item rated for both systems: nothing was tested
+                r["better"] = "undefined (no pairs)"
+            elif math.isnan(r["diff"]):
+                r["better"] = "undefined"
+            else:
+                r["better"] = (r["system_a"] if r["diff"] > 0 else r["system_b"]) if r["diff"] != 0 else "="
         rows += fam
     if skipped:
         if rows:  # the other families are in the table; these are named in the notes
@@ -971,31 +1068,97 @@ def confounds(d: EvalData, st: Settings, scopes, pooled_all: bool, undefined: di
 
 
 # ---- human agreement ------------------------------------------------------------------------------------------
+def system_sets_of(d: EvalData, st: Settings, systems: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """The named sets of systems among ``systems`` (those of one scope): all systems, excluding the human ones
+    (when some are human and at least 2 are not), and each ``stats.system_sets`` entry -- as at system level."""
+    systems = sorted(set(systems))
+    human = set(d.human_systems)
+    out = [("all systems", systems)]
+    non_human = [x for x in systems if x not in human]
+    if len(non_human) < len(systems) and len(non_human) >= 2:
+        out.append(("excluding human", non_human))
+    for name, names in (st.system_sets or {}).items():
+        out.append((str(name), [x for x in systems if x in set(names)]))
+    return out
+
+
 def human_agreement(d: EvalData, st: Settings, scopes, pooled_all: bool,
-                    undefined: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ceiling for any metric: correlations between the rating columns (instance level per scope unless the
-    records are a per-system table, and system level on unit means), and Krippendorff's alpha (interval) over the
-    per-annotator ratings of each aspect."""
-    rows, alpha_rows = [], []
+                    undefined: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Agreement among humans, for every scope and every set of systems (all, excluding human, named sets).
+
+    Returns (between criteria, alpha, ceiling):
+
+    * **between criteria** -- correlations between *different* rating columns (instance level unless the records
+      are a per-system table, and system level on unit means), p-values with ``stats.tails`` (one-tailed: the
+      criteria of one output are expected to correlate positively). Not a ceiling: two criteria may measure
+      different things (Reiter & Belz 2009: clarity and accuracy), and a metric may beat that correlation;
+    * **alpha** -- Krippendorff's alpha (interval) over the per-annotator ratings of each criterion;
+    * **ceiling** -- agreement among the annotators of the *same* criterion, the ceiling for a metric's
+      correlation with that criterion (:func:`human_ceiling`)."""
+    rows, alpha_rows, ceil_rows = [], [], []
     aspects = list(d.ratings)
     pairs = list(itertools.combinations(aspects, 2))
     for sname, mask in scopes:
-        if not d.one_per_system:
+        pooled = pooled_all and sname == "all"
+        units = system_units(d, mask, pooled)
+        for set_name, systems in system_sets_of(d, st, d.system[mask].tolist()):
+            smask = mask & np.isin(d.system, systems)
+            if not smask.any():
+                continue
+            if not d.one_per_system:
+                for a, b in pairs:
+                    for meth in st.methods:
+                        c = S.correlation(d.ratings[a][smask], d.ratings[b][smask], meth, st.tails, 1)
+                        rows.append({"level": "instance", "subset": sname, "systems": set_name, "rating_a": a,
+                                     "rating_b": b, "method": meth, "r": c.r, "p": c.p, "p_kind": c.p_kind, "n": c.n})
+            means = system_means(d, smask, units)
             for a, b in pairs:
                 for meth in st.methods:
-                    c = S.correlation(d.ratings[a][mask], d.ratings[b][mask], meth)
-                    rows.append({"level": "instance", "subset": sname, "rating_a": a, "rating_b": b, "method": meth,
-                                 "r": c.r, "p": c.p, "n": c.n})
-        means = system_means(d, mask, system_units(d, mask, pooled_all and sname == "all"))
-        for a, b in pairs:
-            for meth in st.methods:
-                c = S.correlation(means[f"rating:{a}"], means[f"rating:{b}"], meth)
-                rows.append({"level": "system", "subset": sname, "rating_a": a, "rating_b": b, "method": meth,
-                             "r": c.r, "p": c.p, "n": c.n})
-        for a, ann in d.annotations.items():
-            m = ann[mask]
-            alpha_rows.append({"subset": sname, "rating": a, "alpha": S.krippendorff_alpha(m), "annotators": m.shape[1],
-                               "units": int(((~np.isnan(m)).sum(axis=1) >= 2).sum()), "level": "interval"})
+                    c = S.correlation(means[f"rating:{a}"], means[f"rating:{b}"], meth, st.tails, 1)
+                    rows.append({"level": "system", "subset": sname, "systems": set_name, "rating_a": a, "rating_b": b,
+                                 "method": meth, "r": c.r, "p": c.p, "p_kind": c.p_kind, "n": c.n})
+            for a, ann in d.annotations.items():
+                m = ann[smask]
+                alpha_rows.append({"subset": sname, "systems": set_name, "rating": a, "alpha": S.krippendorff_alpha(m),
+                                   "annotators": int((~np.isnan(m)).any(axis=0).sum()),
+                                   "units": int(((~np.isnan(m)).sum(axis=1) >= 2).sum()), "level": "interval"})
+                ceil_rows += human_ceiling(d, st, a, smask, units, sname, set_name, alpha_rows[-1]["alpha"])
     if not pairs and not d.annotations:
         undefined["agreement"] = "one rating column and no per-annotator ratings (`ratings.<aspect>@<annotator>`)"
-    return pd.DataFrame(rows), pd.DataFrame(alpha_rows)
+    if not d.annotations:
+        undefined["ceiling"] = ("no per-annotator ratings (rating keys `<aspect>@<annotator>`), so no agreement among "
+                                "annotators of one criterion")
+    return pd.DataFrame(rows), pd.DataFrame(alpha_rows), pd.DataFrame(ceil_rows)
+
+
+def human_ceiling(d: EvalData, st: Settings, aspect: str, mask: np.ndarray, units: np.ndarray, subset: str,
+                  systems: str, alpha: float = math.nan) -> list[dict]:
+    """Agreement among the annotators of one criterion (:func:`qe.evaluation.stats.annotator_agreement`), at
+    instance level (outputs with >= 2 ratings) and at system level (per-unit means of both sides), for every
+    coefficient of ``stats.methods``: one annotator vs the mean of the others, split-half correlation, the
+    single-annotator reliability and the reliability ``R`` of the mean rating (split half stepped up,
+    Spearman–Brown for unequal item-varying halves), and ``sqrt(R)``: by Spearman's (1904) correction for
+    attenuation, no metric's Pearson correlation with the mean rating can exceed it (for rho and the system
+    level an approximation)."""
+    ann = d.annotations[aspect][mask]
+    k = (~np.isnan(ann)).sum(axis=1)
+    rows = []
+    levels = [("instance", None, "outputs")]
+    if not d.one_per_system:
+        levels.append(("system", units[mask], "systems"))
+    for level, groups, unit_name in levels:
+        for meth in st.methods:
+            res = S.annotator_agreement(ann, meth, groups=groups, draws=st.agreement_draws,
+                                        seed=_seed(st.seed, "ceiling", level, subset, systems, aspect, meth))
+            ovr, sh = res["one_vs_rest"], res["split_half"]
+            full = sh.full
+            rows.append({"level": level, "subset": subset, "systems": systems, "rating": aspect, "method": meth,
+                         "alpha": alpha if level == "instance" else math.nan,
+                         "one_vs_rest": ovr.r, "one_vs_rest_low": ovr.low, "one_vs_rest_high": ovr.high,
+                         "split_half": sh.r, "split_half_low": sh.low, "split_half_high": sh.high,
+                         "reliability_single": sh.single, "reliability": full,
+                         "ceiling": math.sqrt(full) if not math.isnan(full) and full >= 0 else math.nan,
+                         "n": ovr.n, "units": unit_name, "draws": sh.draws,
+                         "ratings_per_output": float(k[k >= 1].mean()) if (k >= 1).any() else math.nan,
+                         "outputs_rated_twice": int((k >= 2).sum())})
+    return rows

@@ -27,15 +27,20 @@ SYSTEM_WAYS = {"system means": "mean of instance scores", "corpus score": "corpu
 UNDEFINED_NAMES = {
     "instance": "Instance level (every protocol)", "item_accuracy": "Pairwise accuracy within items",
     "errors": "Error measures", "perm_both": "PERM-BOTH", "between_datasets": "One metric across datasets",
-    "pairs": "Pairwise system differences", "per_system": "Per-system breakdown", "agreement": "Human agreement",
+    "pairs": "Pairwise system differences", "per_system": "Per-system breakdown",
+    "agreement": "Correlations between criteria", "ceiling": "Human ceiling (agreement among annotators)",
     "confounds": "Confounds", "system": "System level (correlations)",
 }
+#: how a p-value was obtained (``p_kind`` of a correlation row), for the footnotes of a table
+P_KINDS = {"exact": "Kendall's exact null distribution (small sample, no ties)"}
 
 
 def undefined_name(key: str) -> str:
     """The report's name for a skipped section (``Results.undefined`` key)."""
     if key.startswith("constant:"):
         return f"every correlation and test on `{key.split(':', 1)[1]}`"
+    if key.startswith("constant_metric:"):
+        return f"every correlation of the metric `{key.split(':', 1)[1]}`"
     return UNDEFINED_NAMES.get(key, key)
 
 
@@ -116,7 +121,8 @@ class ReportWriter:
             n = int(sel["n"].max())
             why = (f"{sk} groups with fewer than {self.st.min_group_size} outputs or a constant side" if sk
                    else "fewer than 3 pairs" if n < 3 else "a constant side")
-            return f"_Undefined (n = {n} {sel['units'].iloc[0]}: {why})._"
+            reasons = [w for w in dict.fromkeys(sel["why"]) if isinstance(w, str) and w] if "why" in sel else []
+            return f"_Undefined (n = {n} {sel['units'].iloc[0]}: {'; '.join(reasons) if reasons else why})._"
         aspects = list(self.d.ratings)
         header = ["metric"] + [f"{a[:4]}. {ABBR[m]}" for a in aspects for m in methods]
         rows = []
@@ -138,7 +144,29 @@ class ReportWriter:
         if sel["p"].isna().all():
             extra += ("; no p-values: the bootstrap over groups needs at least 5 groups (or stats.bootstrap.n > 0), so no "
                       "`*`" if protocol in ("sys", "item") else "; no p-values")
+        extra += self.p_kind_note(sel) + self.why_note(sel)
         return md_table(header, rows) + f"\n\n_n = {n_txt} {unit}{extra}._"
+
+    @staticmethod
+    def p_kind_note(sel: pd.DataFrame) -> str:
+        """Names the p-values of a table that are not analytic (permutation / exact), per coefficient."""
+        if "p_kind" not in sel:
+            return ""
+        kinds = {}
+        for r in sel.itertuples():
+            if isinstance(r.p_kind, str) and r.p_kind not in ("", "analytic", "bootstrap"):
+                kinds.setdefault(r.p_kind, set()).add(ABBR.get(r.method, r.method))
+        return "".join(f"; p-values of {', '.join(sorted(ms))} from {P_KINDS.get(k, f'a {k} test')}"
+                       + (" (Spearman with fewer than 10 points)" if k.startswith("permutation") else "")
+                       for k, ms in sorted(kinds.items()))
+
+    @staticmethod
+    def why_note(sel: pd.DataFrame) -> str:
+        """Why each — (undefined) cell of a table is undefined, once per reason."""
+        if "why" not in sel:
+            return ""
+        reasons = list(dict.fromkeys(w for w, r in zip(sel["why"], sel["r"]) if isinstance(w, str) and w and math.isnan(r)))
+        return ("; — = undefined: " + "; ".join(reasons)) if reasons else ""
 
     # ---- sections -----------------------------------------------------------------------------------------------
     def header(self):
@@ -158,7 +186,9 @@ class ReportWriter:
         p.append(md_table(["setting", "value"], [
             ["coefficients", ", ".join(f"{m} ({ABBR[m]})" for m in st.methods) + "; Kendall is tau-b"],
             ["protocols", "; ".join(PROTOCOL_NAMES[x] for x in st.protocols)],
-            ["p-values", f"{tails}; analytic (scipy) for flatten and system level, percentile bootstrap over groups for averaged protocols"],
+            ["p-values", f"{tails}; scipy's for flatten and system level (analytic; Spearman with fewer than 10 points: "
+                         "permutation test, exact up to 7; Kendall without ties up to 33 points: exact null distribution; "
+                         "each table names the non-analytic ones), percentile bootstrap over groups for averaged protocols"],
             ["correction", f"{CORR_NAMES[st.correction]} across the metrics of each table column, α = {st.alpha:g}"],
             ["bootstrap", f"{st.bootstrap_n} resamples, {st.ci:.0%} percentile CI, seed {st.seed}; items resampled at instance level, groups for averaged protocols, systems at system level"],
             ["metric vs metric", f"Williams test on Pearson (one-tailed, uncorrected, as Graham & Baldwin 2014); PERM-BOTH ({st.permutation_method}, {st.permutation_n} permutations)"],
@@ -206,19 +236,14 @@ class ReportWriter:
                     lines.append(f"No metric's correlation at {level} is explained by length or sentence count by the flag rule"
                                  + (f" (`{'`, `'.join(sorted(itself))}` is length itself)" if itself else "") + ".")
 
-        ag = self.res.agreement
-        if ag is not None and len(ag):
-            sel = ag[(ag.subset == "all") & (ag.method == self.st.methods[0])]
+        ce = self.res.ceiling
+        if ce is not None and len(ce):
             for level in ("instance", "system"):
-                x = sel[sel.level == level]
+                x = ce[(ce.level == level) & (ce.subset == "all") & (ce.systems == "all systems")]
                 if len(x):
-                    lines.append(f"Human ceiling ({level} level, {ABBR[self.st.methods[0]]} between rating columns): "
-                                 + ", ".join(f"{r.rating_a}–{r.rating_b} {fnum(r.r, 2)}" for r in x.itertuples()) + ".")
-        al = self.res.alpha
-        if al is not None and len(al):
-            x = al[al.subset == "all"]
-            lines.append("Inter-annotator agreement (Krippendorff's α, interval): "
-                         + ", ".join(f"{r.rating} {fnum(r.alpha, 2)} ({r.annotators} annotators)" for r in x.itertuples()) + ".")
+                    lines.append(f"Human ceiling at {level} level (agreement among the annotators of each criterion, "
+                                 f"all data; section Human ceiling): " + "; ".join(
+                                     self._ceiling_text(x[x.rating == a], level) for a in dict.fromkeys(x.rating)) + ".")
         by_reason: dict[str, list[str]] = {}
         for key, reason in self.res.undefined.items():
             by_reason.setdefault(reason, []).append(undefined_name(key))
@@ -265,7 +290,7 @@ class ReportWriter:
             for s in [x for x in subs if not x.startswith("system=")]:
                 t = self.corr_table("instance", "none", s, st.methods)
                 if t:
-                    p.append(f"### {'All data' if s == 'all' else s}\n\n{t}\n" + self.ceiling_note(s))
+                    p.append(f"### {'All data' if s == 'all' else s}\n\n{t}\n" + self.ceiling_note(s, "instance"))
             if "pearson" in st.bootstrap_methods and st.bootstrap_n:
                 p.append(self.ci_table("instance", "none", "pearson"))
             sys_subs = [x for x in subs if x.startswith("system=")]
@@ -273,14 +298,18 @@ class ReportWriter:
             if sys_subs:
                 p.append("### Per-system breakdown (instance level, flatten, within each system)\n")
                 c = self.res.correlations
-                sel = c[(c.level == "instance") & (c.protocol == "none") & c.subset.isin(sys_subs) & (c.method == "pearson")]
+                # Pearson where it was computed, else the first coefficient asked for (stats.methods=[spearman])
+                meth = "pearson" if "pearson" in st.methods else st.methods[0]
+                sel = c[(c.level == "instance") & (c.protocol == "none") & c.subset.isin(sys_subs) & (c.method == meth)]
                 idx = {(r.metric, r.rating, r.subset): r._asdict() for r in sel.itertuples()}
-                header = ["metric"] + [f"{a[:4]}. r {s[7:]}" for a in self.d.ratings for s in sys_subs]
+                header = ["metric"] + [f"{a[:4]}. {ABBR[meth]} {s[7:]}" for a in self.d.ratings for s in sys_subs]
                 rows = [[self.mlabel(m)] + [self.cell(idx.get((m, a, s))) for a in self.d.ratings for s in sys_subs]
                         for m in self.d.metrics]
-                ns = {s: int(sel[sel.subset == s]["n"].max()) for s in sys_subs}
-                p.append(md_table(header, rows) + "\n\n_Pearson; n = " + ", ".join(f"{s[7:]}: {n}" for s, n in ns.items())
-                         + " outputs. Spearman and Kendall: `correlations.csv`._\n")
+                ns = {s: int(sel[sel.subset == s]["n"].max()) if (sel.subset == s).any() else 0 for s in sys_subs}
+                others = [x.capitalize() for x in st.methods if x != meth]
+                p.append(md_table(header, rows) + f"\n\n_{meth.capitalize()}; n = " + ", ".join(f"{s[7:]}: {n}" for s, n in ns.items())
+                         + " outputs" + self.p_kind_note(sel) + self.why_note(sel)
+                         + (f". {' and '.join(others)}: `correlations.csv`" if others else "") + "._\n")
         for proto in [x for x in st.protocols if x != "none"]:
             c = self.res.correlations
             if c[(c.level == "instance") & (c.protocol == proto)].empty:
@@ -309,22 +338,45 @@ class ReportWriter:
             npairs = {(a, s): int(ia[(ia.rating == a) & (ia.subset == s)]["pairs"].max()) for a in self.d.ratings for s in subs}
             p.append(md_table(header, rows) + "\n\n_pairs: " + "; ".join(f"{a[:4]}. {s}: {n}" for (a, s), n in npairs.items()) + "._\n")
 
-    def ceiling_note(self, subset: str, level: str = "instance") -> str:
-        """The human ceiling beside the metric correlations: agreement between the rating columns (same level,
-        subset, coefficients) and Krippendorff's alpha."""
-        ag, al = self.res.agreement, self.res.alpha
+    def _primary(self) -> str:
+        """The coefficient whose reliability is shown (Spearman–Brown is defined for Pearson; rho approximately)."""
+        return next((m for m in ("pearson", "spearman") if m in self.st.methods), self.st.methods[0])
+
+    def _ceiling_text(self, rows: pd.DataFrame, level: str) -> str:
+        """One criterion's ceiling in words: alpha, one annotator vs the others per coefficient, reliability of the
+        mean rating and its square root."""
+        if rows.empty:
+            return ""
+        a = rows["rating"].iloc[0]
+        by = {r.method: r for r in rows.itertuples()}
         parts = []
-        if ag is not None and len(ag):
-            sel = ag[(ag.level == level) & (ag.subset == subset)]
-            if len(sel):
-                parts.append("between rating columns " + ", ".join(
-                    f"{r.rating_a}–{r.rating_b} {ABBR[r.method]} = {fnum(r.r)}" for r in sel.itertuples()))
-        if al is not None and len(al) and level == "instance":
-            sel = al[al.subset == subset]
-            if len(sel):
-                parts.append("Krippendorff's α " + ", ".join(f"{r.rating} = {fnum(r.alpha)}" for r in sel.itertuples()))
-        return ("\n_Human ceiling (agreement among humans; no metric is expected above it): " + "; ".join(parts) + "._\n"
-                if parts else "")
+        first = rows.iloc[0]
+        if level == "instance" and not math.isnan(first["alpha"]):
+            parts.append(f"α {first['alpha']:.2f}")
+        ovr = [f"{ABBR[m]} {by[m].one_vs_rest:.2f}" for m in self.st.methods if m in by and not math.isnan(by[m].one_vs_rest)]
+        if ovr:
+            parts.append("one annotator vs the others " + ", ".join(ovr))
+        pm = by.get(self._primary())
+        if pm is not None and not math.isnan(pm.reliability):
+            parts.append(f"reliability of the mean rating R = {pm.reliability:.2f} ({ABBR[pm.method]}, split half, "
+                         f"Spearman–Brown), √R = {fnum(pm.ceiling, 2)}")
+        if not parts:
+            return f"`{a}` undefined (n = {int(first['n'])} {first['units']} with two or more ratings)"
+        return f"`{a}` " + ", ".join(parts)
+
+    def ceiling_note(self, subset: str, level: str = "instance", systems: str = "all systems") -> str:
+        """The human ceiling beside the metric correlations of the same level, subset and set of systems: agreement
+        among the annotators of each criterion (never the correlation between different criteria)."""
+        ce = self.res.ceiling
+        if ce is None or ce.empty:
+            return ""
+        sel = ce[(ce.level == level) & (ce.subset == subset) & (ce.systems == systems)]
+        if sel.empty:
+            return ""
+        texts = [t for t in (self._ceiling_text(sel[sel.rating == a], level) for a in dict.fromkeys(sel.rating)) if t]
+        return ("\n_Human ceiling (agreement among the annotators of the same criterion; a metric reaching the "
+                "one-vs-others value correlates like one more annotator, and no metric's r with the mean rating can "
+                "exceed √R): " + "; ".join(texts) + "._\n") if texts else ""
 
     def ci_table(self, level: str, protocol: str, method: str, subset_filter=None) -> str:
         c = self.res.correlations
@@ -371,8 +423,9 @@ class ReportWriter:
                 t = self.corr_table("system", proto, s, self.st.methods,
                                     None if proto == "system means" else [m for m in self.d.metrics if m in self.d.corpus])
                 if t:
-                    p.append(f"### {s} — {SYSTEM_WAYS[proto]}\n\n{t}\n" + (self.ceiling_note(s.split(' · ')[0], "system")
-                                                                           if proto == "system means" and s.endswith("all systems") else ""))
+                    scope, _, systems = s.partition(" · ")
+                    p.append(f"### {s} — {SYSTEM_WAYS[proto]}\n\n{t}\n"
+                             + (self.ceiling_note(scope, "system", systems) if proto == "system means" else ""))
         if self.st.bootstrap_n:
             p.append(self.ci_table("system", "system means", "pearson", lambda s: s.startswith("all ")))
         self.system_accuracy_table()
@@ -540,8 +593,11 @@ class ReportWriter:
                      + f"; {st.pairwise_correction.capitalize() if test.startswith('Wilcoxon') else 'Tukey'} correction across the pairs of each "
                      f"rating aspect; α = {st.pairwise_alpha:g}, two-tailed.\n")
             n_head = "n pairs (items)" if test.startswith("Wilcoxon") else "n ratings"
-            rows = [[r.rating, r.dataset, r.system_a, r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2), fp(r.p), fp(r.p_adj),
-                     ("**" + r.better + "**") if r.significant else "n.s."] for r in sp.itertuples()]
+            rows = [[r.rating, r.dataset, r.system_a, r.system_b, r.n, fnum(r.mean_a, 2), fnum(r.mean_b, 2)]
+                    + (["undefined", "—", "undefined: no pairs (no item rated for both systems)"]
+                       if r.n == 0 and math.isnan(r.p) else
+                       [fp(r.p), fp(r.p_adj), ("**" + r.better + "**") if r.significant else "n.s."])
+                    for r in sp.itertuples()]
             p.append(md_table(["rating", "dataset", "A", "B", n_head, "mean A", "mean B", "p", "p adj.", "better"], rows,
                               "llllrrrrrl") + "\n")
         if pr is not None and not pr.empty:
@@ -600,38 +656,88 @@ class ReportWriter:
             rel = f.relative_to(self.out_dir) if self.out_dir and f.is_relative_to(self.out_dir) else f
             p.append(f"![{f.stem}]({rel.as_posix()})\n")
 
-    def agreement_section(self):
-        title = "## Human agreement (the ceiling for any metric)"
-        if self.undefined("agreement", title):
+    def ceiling_section(self):
+        """Agreement among the annotators of each criterion: the ceiling for a metric's correlation with it."""
+        title = "## Human ceiling: agreement among the annotators of each criterion"
+        ce = self.res.ceiling
+        if ce is None or ce.empty:
+            if self.d.annotations:
+                return
+            self.undefined("ceiling", title)
             return
-        ag, al = self.res.agreement, self.res.alpha
-        if (ag is None or ag.empty) and (al is None or al.empty):
-            return
-        p = self.parts
+        p, st = self.parts, self.st
+        prim = self._primary()
         p.append(title + "\n")
-        p.append("Correlation between the human rating columns (same outputs / same units), and Krippendorff's α "
-                 "(interval; the `krippendorff` package) over per-annotator ratings (rating keys `<aspect>@<annotator>`). "
-                 "A metric correlating with a rating about as well as another human rating of the same outputs has "
-                 "reached what the ratings can show.\n")
-        if ag is not None and len(ag):
-            rows = []
-            skipped = set()
-            for (lv, sub, a, b), g in ag.groupby(["level", "subset", "rating_a", "rating_b"], sort=False):
-                if g["r"].isna().all():
-                    skipped.add(f"{lv} level, {sub} (n = {int(g['n'].max())})")
+        draws = int(ce["draws"].max())
+        p.append("How well do the humans agree with each other on the *same* criterion? Per-annotator ratings "
+                 "(`ratings.<aspect>@<annotator>`); annotators need not be fully crossed (each output may be rated by "
+                 "different people). **α**: Krippendorff's α (interval; the `krippendorff` package), about the "
+                 "reliability of one annotator. **One vs others**: per output with two or more ratings, one randomly "
+                 "chosen annotator against the mean of the others, correlated over outputs (instance level) or over "
+                 "per-system means (system level): a metric that correlates with the mean rating this well does as well "
+                 "as one more annotator. **Split half**: each output's annotators cut into two random halves, the "
+                 "half means correlated; stepped up (Spearman–Brown, generalised to halves of unequal, item-varying "
+                 "size) to **R**, the reliability of the mean rating the metrics are compared with, and the "
+                 "single-annotator reliability **R₁** (compare α). **√R** bounds any metric's Pearson correlation with "
+                 "the mean rating (Spearman's correction for attenuation; for ρ and at system level an approximation). "
+                 f"Every value is the mean over {draws} seeded random draws of annotators; the spread over draws and "
+                 "every scope and set of systems: `human_ceiling.csv`. At system level both sides average the same "
+                 "outputs, so only annotator noise is measured, not the sampling of inputs.\n")
+        for (sub, systems), g in ce.groupby(["subset", "systems"], sort=False):
+            for level in ("instance", "system"):
+                x = g[g.level == level]
+                if x.empty:
                     continue
-                idx = {r.method: r for r in g.itertuples()}
-                rows.append([lv, sub, f"{a} – {b}"] + [(f"{idx[m].r:.3f}" + ("*" if idx[m].p < self.st.alpha else ""))
-                                                       if m in idx and not math.isnan(idx[m].r) else "—" for m in self.st.methods]
-                            + [int(g["n"].max())])
-            p.append(md_table(["level", "subset", "ratings"] + [ABBR[m] for m in self.st.methods] + ["n"], rows,
-                              "lll" + "r" * (len(self.st.methods) + 1))
-                     + f"\n\n_`*` = p < {self.st.alpha:g} (two-tailed, uncorrected)"
-                     + (f"; undefined (fewer than 3 units or a constant side): {', '.join(sorted(skipped))}" if skipped else "")
-                     + "._\n")
-        if al is not None and len(al):
-            rows = [[r.subset, r.rating, fnum(r.alpha), r.annotators, r.units] for r in al.itertuples()]
-            p.append(md_table(["subset", "rating", "Krippendorff's α", "annotators", "units rated twice or more"], rows, "llrrr") + "\n")
+                header = ["criterion"] + (["α"] if level == "instance" else []) \
+                    + [f"one vs others {ABBR[m]}" for m in st.methods] + [f"split half {ABBR[prim]}", "R₁", "R", "√R", "n"]
+                rows = []
+                for a in dict.fromkeys(x.rating):
+                    by = {r.method: r for r in x[x.rating == a].itertuples()}
+                    pm = by.get(prim)
+                    first = next(iter(by.values()))
+                    rows.append([a] + ([fnum(first.alpha)] if level == "instance" else [])
+                                + [fnum(by[m].one_vs_rest) if m in by else "—" for m in st.methods]
+                                + ([fnum(pm.split_half), fnum(pm.reliability_single), fnum(pm.reliability), fnum(pm.ceiling)]
+                                   if pm is not None else ["—"] * 4) + [int(first.n)])
+                first = x.iloc[0]
+                unit = "outputs rated twice or more" if level == "instance" else "systems"
+                p.append(f"### {level.capitalize()} level — {'all data' if sub == 'all' else sub}, {systems}\n\n"
+                         + md_table(header, rows)
+                         + f"\n\n_n = {unit}; {first['ratings_per_output']:.2f} ratings per rated output on average; "
+                         + "— = undefined (fewer than 3 units with two or more ratings, or no variation)._\n")
+
+    def criteria_section(self):
+        """Correlations between different criteria: their own table, never called a ceiling."""
+        title = "## Correlations between criteria (not a ceiling)"
+        ag = self.res.agreement
+        if ag is None or ag.empty:
+            if self.undefined("agreement", title):
+                return
+            return
+        p, st = self.parts, self.st
+        p.append(title + "\n")
+        p.append("How do the *different* criteria relate (same outputs / same units)? This is not a ceiling for "
+                 "metrics: two criteria can measure different things, and a metric may correlate with a criterion "
+                 "better than another criterion does (Reiter & Belz 2009: NIST-5 correlates with clarity better than "
+                 "accuracy does). The ceiling is the agreement among annotators of the same criterion (above).\n")
+        rows = []
+        skipped = set()
+        for (lv, sub, systems, a, b), g in ag.groupby(["level", "subset", "systems", "rating_a", "rating_b"], sort=False):
+            if g["r"].isna().all():
+                skipped.add(f"{lv} level, {sub}, {systems} (n = {int(g['n'].max())})")
+                continue
+            idx = {r.method: r for r in g.itertuples()}
+            rows.append([lv, sub, systems, f"{a} – {b}"]
+                        + [(f"{idx[m].r:.3f}" + ("*" if idx[m].p < st.alpha else ""))
+                           if m in idx and not math.isnan(idx[m].r) else "—" for m in st.methods]
+                        + [int(g["n"].max())])
+        tails = ("two-tailed" if st.tails == 2 else
+                 "one-tailed: criteria of the same outputs are expected to correlate positively")
+        p.append(md_table(["level", "subset", "systems", "criteria"] + [ABBR[m] for m in st.methods] + ["n"], rows,
+                          "llll" + "r" * (len(st.methods) + 1))
+                 + f"\n\n_`*` = p < {st.alpha:g} ({tails}, uncorrected)" + self.p_kind_note(ag)
+                 + (f"; undefined (fewer than 3 units or a constant side): {', '.join(sorted(skipped))}" if skipped else "")
+                 + "._\n")
 
     def figures_section(self):
         if not self.figures:
@@ -650,7 +756,8 @@ class ReportWriter:
         self.parts = []
         self.header()
         self.data_section()
-        self.agreement_section()
+        self.ceiling_section()
+        self.criteria_section()
         self.confound_section()
         self.instance_section()
         self.system_section()
@@ -668,6 +775,7 @@ def write_outputs(out_dir: Path, res: Results) -> list[Path]:
     out = []
     for name, frame in [("correlations", res.correlations), ("errors", res.errors), ("system_means", res.system_means),
                         ("confounds", res.confounds), ("agreement", res.agreement), ("krippendorff_alpha", res.alpha),
+                        ("human_ceiling", res.ceiling),
                         ("system_accuracy", res.system_accuracy), ("item_accuracy", res.item_accuracy),
                         ("williams", res.williams), ("permutation", res.permutation),
                         ("between_datasets", res.between_datasets), ("system_pairs", res.system_pairs),

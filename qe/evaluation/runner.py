@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from qe.core.config import to_dict
 from qe.data.record import dumps
-from qe.evaluation.analysis import Settings, analyse, build_eval_data
+from qe.evaluation.analysis import Settings, analyse, build_eval_data, check_system_names
 from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
         system_sets={str(k): list(v) if not isinstance(v, str) else v for k, v in dict(s.get("system_sets") or {}).items()},
         significant_pairs=list(s.get("significant_pairs") or []),
         corpus_level=bool(s.get("corpus_level", True)),
+        agreement_draws=int(dict(s.get("agreement") or {}).get("draws", 100)),
     )
     try:
         return Settings(**kw)
@@ -66,13 +67,17 @@ def _command(cfg, entry: str) -> str:
 
 def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any] | None = None,
                      models: Sequence[str] = (), metric_columns: Any = "all", ratings: Sequence[str] | None = None,
-                     item_key: str | None = "mr", human_systems: Sequence[str] = (), lower_is_better: Sequence[str] = (),
+                     item_key: str | None = "mr", human_systems: Sequence[str] = (),
+                     optional_human_systems: Sequence[str] = (), lower_is_better: Sequence[str] = (),
                      rating_range=None, stats: Mapping[str, Any] | None = None, plots: bool = True, dpi: int = 72,
                      dataset_name: str = "<records>", resume: bool = True, batch_size: int | None = None,
                      device: str | None = None, progress: bool = True, command: str | None = None,
                      title: str | None = None, metric_files: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Score ``records`` (a list of :class:`qe.data.Record`), meta-evaluate every metric and write
-    ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results."""
+    ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results.
+
+    ``human_systems`` must be systems of ``records`` (an unknown name is an error naming it);
+    ``optional_human_systems`` are human when present and may be absent (said in the report's notes)."""
     from qe.evaluation.plots import plot_all
     from qe.evaluation.report import ReportWriter, write_outputs
 
@@ -80,6 +85,10 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = settings_from_config(stats)
+    # misspelt system names fail before any scorer runs (analyse checks them again on the EvalData)
+    optional = set(optional_human_systems or ())
+    check_system_names({r.system if r.system is not None else "(none)" for r in records}, settings,
+                       [x for x in human_systems or () if x not in optional])
     specs = parse_scorer_specs(scorers, list(models or []))
     items = None
     if item_key:
@@ -91,7 +100,8 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
                                     device=device, progress=progress, corpus=corpus, metric_files=metric_files)
     notes: list[str] = []
     data = build_eval_data(records, metrics, info, ratings=list(ratings) if ratings else None, item_key=item_key,
-                           human_systems=human_systems, rating_range=rating_range, dataset_name=dataset_name,
+                           human_systems=human_systems, optional_human_systems=optional_human_systems,
+                           rating_range=rating_range, dataset_name=dataset_name,
                            confounds=settings.confounds, sentence_splitter=settings.sentence_splitter, corpus=corpus,
                            notes=notes)
     res = analyse(data, settings, progress=progress, notes=notes)
@@ -142,6 +152,7 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     result = evaluate_records(
         records, out_dir, scorers=scorers, models=models, metric_columns=cols, ratings=ratings,
         item_key=ds.get("item_key"), human_systems=list(ds.get("human_systems") or []),
+        optional_human_systems=list(ds.get("optional_human_systems") or []),
         lower_is_better=list(ds.get("lower_is_better") or []),
         rating_range=list(ds.rating_range) if ds.get("rating_range") else None, stats=stats,
         plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,

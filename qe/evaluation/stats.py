@@ -13,7 +13,11 @@ signed-rank test (``scipy.stats.wilcoxon``), Tukey HSD (``statsmodels``), multip
 * :func:`perm_both` -- the PERM-BOTH permutation test of Deutsch et al. (2021) as in mt-metrics-eval;
 * :func:`pairwise_accuracy` -- share of pairs a metric orders as humans do (Kocmi et al. 2021);
 * :func:`averaged_correlation` -- mt-metrics-eval's ``average_by`` protocols (correlation per group, then the
-  mean over groups).
+  mean over groups);
+* :func:`spearman_brown`, :func:`split_half_reliability`, :func:`annotator_agreement` -- agreement among the
+  annotators of one criterion when they are *not* fully crossed (each item rated by a different 1-3 of many
+  workers): one annotator vs the mean of the others and random split halves of each item's annotators, with the
+  Spearman (1910) - Brown (1910) step-up (see each docstring for the formula and why it is hand-written).
 
 Conventions. ``tails=2`` gives two-sided p-values; ``tails=1`` gives one-sided p-values in the *expected*
 direction (``expected_sign=+1``: the metric should correlate positively; ``-1`` for lower-is-better metrics
@@ -36,6 +40,27 @@ PROTOCOLS = ("none", "sys", "item")
 CORRECTIONS = ("none", "bonferroni", "holm")
 #: below this many points Spearman's p-value comes from the permutation distribution (scipy.stats.permutation_test)
 SMALL_N = 10
+#: random pairings of that permutation test (scipy enumerates all n! pairings when n! <= this: exact up to n = 7)
+PERMUTATIONS = 9999
+
+
+def spearman_p_kind(n: int) -> str:
+    """How :func:`correlation` gets Spearman's p-value for ``n`` complete pairs (the report's label)."""
+    if n >= SMALL_N:
+        return "analytic"
+    return "permutation (exact)" if math.factorial(n) <= PERMUTATIONS else f"permutation ({PERMUTATIONS:,} random pairings)"
+
+
+def kendall_p_kind(x, y, tau: float = 0.0) -> str:
+    """scipy's ``kendalltau(method="auto")`` uses the exact null distribution without ties and with at most 33
+    points or at most one discordant (or concordant) pair, the normal approximation otherwise."""
+    x, y = np.asarray(x), np.asarray(y)
+    n = x.size
+    if np.unique(x).size < n or np.unique(y).size < n:
+        return "analytic"
+    pairs = n * (n - 1) / 2
+    few = min((1 - tau) / 2 * pairs, (1 + tau) / 2 * pairs) <= 1 + 1e-9
+    return "exact" if n <= 33 or few else "analytic"
 
 
 @dataclass
@@ -43,6 +68,10 @@ class CorrResult:
     r: float
     p: float
     n: int
+    #: where ``p`` comes from: "analytic" (scipy's t / normal approximation), "exact" (Kendall's exact null
+    #: distribution, scipy's choice for small samples without ties), "permutation (exact)" / "permutation (9,999
+    #: random pairings)" (Spearman with fewer than ``SMALL_N`` points); "" when undefined
+    p_kind: str = "analytic"
 
 
 def _alternative(tails: int, expected_sign: int = 1) -> str:
@@ -74,7 +103,7 @@ def correlation(x, y, method: str = "pearson", tails: int = 2, expected_sign: in
     x, y = complete_pairs(x, y)
     n = int(x.size)
     if n < 3 or _is_constant(x) or _is_constant(y):
-        return CorrResult(math.nan, math.nan, n)
+        return CorrResult(math.nan, math.nan, n, "")
     alt = _alternative(tails, expected_sign)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -92,10 +121,12 @@ def correlation(x, y, method: str = "pearson", tails: int = 2, expected_sign: in
 
                 perm = scipy.stats.permutation_test(
                     (x,), rho, permutation_type="pairings", vectorized=True,
-                    alternative=alt, n_resamples=9999, random_state=np.random.default_rng(0))
-                return CorrResult(float(res.statistic), float(perm.pvalue), n)
+                    alternative=alt, n_resamples=PERMUTATIONS, random_state=np.random.default_rng(0))
+                return CorrResult(float(res.statistic), float(perm.pvalue), n, spearman_p_kind(n))
         elif method == "kendall":
             res = scipy.stats.kendalltau(x, y, variant="b", alternative=alt)
+            return CorrResult(float(res.statistic), float(res.pvalue), n,
+                              kendall_p_kind(x, y, float(res.statistic)))
         else:
             raise ValueError(f"unknown correlation method {method!r}; choose one of {METHODS}")
     return CorrResult(float(res.statistic), float(res.pvalue), n)
@@ -519,10 +550,13 @@ def adjust_pvalues(pvalues: Sequence[float], method: str = "holm") -> np.ndarray
 # ---- pairwise system differences ---------------------------------------------------------------------------
 def wilcoxon_paired(a, b) -> TestResult:
     """Wilcoxon signed-rank test on paired ratings (scipy; zero differences dropped, Wilcox's method).
-    All differences zero -> statistic NaN, p = 1."""
+    No complete pair -> statistic and p NaN (undefined: there is nothing to test); all differences zero ->
+    statistic NaN, p = 1 (the pairs exist and show no difference)."""
     a, b = complete_pairs(a, b)
     d = a - b
-    if d.size == 0 or np.all(d == 0):
+    if d.size == 0:
+        return TestResult(math.nan, math.nan)
+    if np.all(d == 0):
         return TestResult(math.nan, 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -591,9 +625,37 @@ def bin_labels(covariate, bins: int = 5) -> np.ndarray:
     return labels
 
 
+#: the ``krippendorff`` package builds a (units x values x values) coincidence array; above this many distinct
+#: values (continuous ratings) interval alpha comes from :func:`interval_alpha` instead
+MAX_ALPHA_VALUES = 400
+
+
+def interval_alpha(matrix) -> float:
+    """Krippendorff's interval alpha from pairable values, without a coincidence matrix (Krippendorff 2011,
+    "Computing Krippendorff's alpha-reliability", section C with the interval metric (c - k)^2)::
+
+        D_o = 1/n sum_u 1/(m_u - 1) sum_{i != j in u} (v_i - v_j)^2,   D_e = 1/(n (n - 1)) sum_{i != j} (v_i - v_j)^2,
+        alpha = 1 - D_o / D_e          (n pairable values, m_u values in unit u, units with m_u >= 2 only)
+
+    Hand-written for continuous ratings, where the package's coincidence array (units x values x values) does not
+    fit in memory; equal to the package wherever both run (tested)."""
+    m = np.asarray(matrix, float)
+    rows = [r[~np.isnan(r)] for r in m]
+    rows = [r for r in rows if r.size >= 2]
+    if len(rows) < 2:
+        return math.nan
+    allv = np.concatenate(rows)
+    n = allv.size
+    # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 (m sum v^2 - (sum v)^2)
+    d_o = sum(2 * (r.size * float(np.sum(r * r)) - float(np.sum(r)) ** 2) / (r.size - 1) for r in rows) / n
+    d_e = 2 * (n * float(np.sum(allv * allv)) - float(np.sum(allv)) ** 2) / (n * (n - 1))
+    return math.nan if d_e == 0 else 1 - d_o / d_e
+
+
 def krippendorff_alpha(matrix, level: str = "interval") -> float:
     """Krippendorff's alpha (the ``krippendorff`` package) of a units x annotators matrix (NaN = not rated).
-    NaN when fewer than two units have two or more ratings, or every rating is the same."""
+    NaN when fewer than two units have two or more ratings, or every rating is the same. Interval alpha of
+    ratings with more than ``MAX_ALPHA_VALUES`` distinct values: :func:`interval_alpha` (same value)."""
     m = np.asarray(matrix, float)
     if m.ndim != 2 or m.shape[1] < 2:
         return math.nan
@@ -601,7 +663,160 @@ def krippendorff_alpha(matrix, level: str = "interval") -> float:
     vals = m[pairable][~np.isnan(m[pairable])]
     if pairable.sum() < 2 or _is_constant(vals):
         return math.nan
+    if level == "interval" and np.unique(vals).size > MAX_ALPHA_VALUES:
+        return interval_alpha(m[pairable])
     krippendorff = _require("krippendorff", "no `<aspect>@<annotator>` rating keys")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return float(krippendorff.alpha(reliability_data=m[pairable].T, level_of_measurement=level))
+
+
+# ---- agreement among the annotators of one criterion (the human ceiling) -----------------------------------
+def spearman_brown(r: float, factor: float) -> float:
+    """Spearman–Brown prophecy formula (Spearman 1910; Brown 1910): the reliability of a mean of ``factor`` times
+    as many parallel ratings as the mean whose reliability (or split-half correlation) is ``r``::
+
+        r_L = L r / (1 + (L - 1) r)
+
+    ``factor = 2`` turns the correlation of two equal halves into the reliability of the whole. Hand-written: a
+    one-line formula that scipy, statsmodels and pingouin do not offer. NaN when ``r`` is NaN or the denominator
+    vanishes."""
+    r, factor = float(r), float(factor)
+    if math.isnan(r) or math.isnan(factor):
+        return math.nan
+    den = 1 + (factor - 1) * r
+    return math.nan if den == 0 else factor * r / den
+
+
+def split_half_reliability(r: float, h_a: float, h_b: float, h_full: float) -> tuple[float, float]:
+    """Single-annotator reliability and the reliability of the full mean rating from the correlation ``r`` of two
+    split halves whose sizes vary by item (a design that is not fully crossed).
+
+    Classical test theory with parallel annotators (rating = true score T + independent error E, Lord & Novick
+    1968, ch. 4): a mean of ``a`` ratings has error variance var(E) / a, so over items with varying half sizes the
+    half means have error variance var(E) * h, with ``h`` the mean of 1/a over items. With q = var(E) / var(T)::
+
+        r = 1 / sqrt((1 + q h_a) (1 + q h_b))   =>   h_a h_b q^2 + (h_a + h_b) q + 1 - 1/r^2 = 0
+
+    gives q, then the single-annotator reliability 1 / (1 + q) and the reliability of the mean rating that the
+    metrics are correlated with, 1 / (1 + q h_full), h_full = mean over items of 1/k (k annotators). With equal
+    halves (h_a = h_b = 2 h_full) this is exactly the Spearman–Brown step-up by 2 (:func:`spearman_brown`); with
+    WebNLG's 1-vs-2 halves of three annotators the plain step-up by 2 would understate the reliability.
+    Hand-written because no library handles unequal, item-varying halves. ``r <= 0`` (no agreement): the
+    plain Spearman–Brown step-up by sqrt(h_a h_b) / h_full, which is <= 0 as well."""
+    if any(math.isnan(v) for v in (r, h_a, h_b, h_full)) or min(h_a, h_b, h_full) <= 0:
+        return math.nan, math.nan
+    if r <= 0:
+        factor = math.sqrt(h_a * h_b) / h_full
+        return spearman_brown(r, 1 / math.sqrt(h_a * h_b)), spearman_brown(r, factor)
+    r = min(r, 1.0)
+    a, b, c = h_a * h_b, h_a + h_b, 1 - 1 / r**2
+    q = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    return 1 / (1 + q), 1 / (1 + q * h_full)
+
+
+def _compact(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ratings moved to the left (units x max ratings per unit, NaN padded) and their count: the
+    annotators of a not fully crossed design (88 workers, 1-3 per item) need no 88 columns."""
+    m = np.asarray(matrix, float)
+    k = (~np.isnan(m)).sum(axis=1)
+    width = max(int(k.max()) if k.size else 0, 1)
+    order = np.argsort(np.isnan(m), axis=1, kind="stable")  # rated columns first, in column order
+    v = np.take_along_axis(m, order, axis=1)[:, :width]
+    return v, k
+
+
+def split_draw(values: np.ndarray, k: np.ndarray, keys: np.ndarray, one_vs_rest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One random split of every unit's ratings: ``values`` (units x w, rated first, NaN padded), ``k`` ratings
+    per unit, ``keys`` (units x w) random sort keys that order each unit's annotators. One vs rest: A = the first
+    annotator in that order, B = the mean of the others. Split half: A = the mean of the first floor(k/2), B = the
+    mean of the remaining ceil(k/2). Units with fewer than 2 ratings get NaN on both sides."""
+    w = values.shape[1]
+    pos_key = np.where(np.arange(w)[None, :] < k[:, None], keys, np.inf)
+    order = np.argsort(pos_key, axis=1, kind="stable")
+    v = np.take_along_axis(values, order, axis=1)
+    size_a = np.ones_like(k) if one_vs_rest else k // 2
+    pos = np.arange(w)[None, :]
+    in_a = pos < size_a[:, None]
+    in_b = (pos >= size_a[:, None]) & (pos < k[:, None])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.where(in_a, v, 0.0).sum(axis=1) / in_a.sum(axis=1)
+        b = np.where(in_b, v, 0.0).sum(axis=1) / in_b.sum(axis=1)
+    bad = k < 2
+    a[bad] = np.nan
+    b[bad] = np.nan
+    return a, b
+
+
+@dataclass
+class AgreementResult:
+    """One estimator (``one_vs_rest`` / ``split_half``) on one coefficient, averaged over random draws."""
+    r: float            #: mean over draws of the correlation of side A with side B
+    low: float          #: 2.5th percentile over draws (the spread due to the random choice of annotators only)
+    high: float         #: 97.5th percentile over draws
+    n: int              #: units correlated (items with >= 2 ratings, or systems)
+    draws: int
+    #: split half only: single-annotator reliability and reliability of the full mean rating
+    #: (:func:`split_half_reliability`); NaN for one vs rest and for Kendall's tau (no step-up formula)
+    single: float = math.nan
+    full: float = math.nan
+
+
+def annotator_agreement(matrix, method: str = "pearson", groups=None, draws: int = 100, seed: int = 0,
+                        min_units: int = 3) -> dict[str, AgreementResult]:
+    """How well the annotators of one criterion agree, for a design that is not fully crossed.
+
+    ``matrix``: units (outputs) x annotators, NaN = not rated; annotators may differ from unit to unit. Two
+    estimators, each averaged over ``draws`` seeded random draws:
+
+    * ``one_vs_rest`` -- per unit with >= 2 ratings, one randomly chosen annotator vs the mean of the others,
+      correlated across units: the expected correlation of one human with the other humans (a metric that
+      reaches it correlates with the ratings as well as one more annotator would);
+    * ``split_half`` -- each unit's annotators cut into two random disjoint halves (floor(k/2) and ceil(k/2)),
+      the half means correlated across units, then stepped up to the reliability of the full mean rating over
+      all rated units (:func:`split_half_reliability`; equal halves: Spearman–Brown by 2).
+
+    ``groups`` (one label per unit, e.g. the system): the system level -- both sides are averaged per group over
+    the units with >= 2 ratings first, and the group means are correlated (the same items on both sides, so this
+    measures annotator noise only, not item sampling). Spearman's rho is stepped up with the same formula (an
+    approximation: it is Pearson's on ranks); Kendall's tau gets no reliability. Hand-written: no library
+    computes these for annotators that are not fully crossed (pingouin's ICC needs every rater on every item)."""
+    values, k = _compact(np.asarray(matrix, float))
+    use = k >= 2
+    rated = k >= 1
+    out = {}
+    if groups is not None:
+        g = np.asarray(groups, dtype=object).astype(str)
+        labels, inv = np.unique(g[use], return_inverse=True)
+        n_units = labels.size
+    else:
+        n_units = int(use.sum())
+    if n_units < min_units:
+        for name in ("one_vs_rest", "split_half"):
+            out[name] = AgreementResult(math.nan, math.nan, math.nan, n_units, 0)
+        return out
+    rng = np.random.default_rng(seed)
+    vals, kk = values[use], k[use]
+    for name in ("one_vs_rest", "split_half"):
+        rs = []
+        for _ in range(draws):
+            a, b = split_draw(vals, kk, rng.random(vals.shape), name == "one_vs_rest")
+            if groups is not None:
+                cnt = np.bincount(inv, minlength=n_units)
+                a = np.bincount(inv, weights=a, minlength=n_units) / cnt
+                b = np.bincount(inv, weights=b, minlength=n_units) / cnt
+            rs.append(corr_value(a, b, method))
+        rs = np.asarray(rs, float)
+        ok = rs[~np.isnan(rs)]
+        if ok.size == 0:
+            out[name] = AgreementResult(math.nan, math.nan, math.nan, n_units, draws)
+            continue
+        res = AgreementResult(float(ok.mean()), float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5)),
+                              n_units, draws)
+        if name == "split_half" and method != "kendall":
+            h_a = float(np.mean(1.0 / (kk // 2)))
+            h_b = float(np.mean(1.0 / (kk - kk // 2)))
+            h_full = float(np.mean(1.0 / k[rated]))
+            res.single, res.full = split_half_reliability(res.r, h_a, h_b, h_full)
+        out[name] = res
+    return out
