@@ -125,10 +125,8 @@ def test_mrs_file_is_attached(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------- qe compare
 def _sacrebleu_cli(files, test, metric):
-    exe = shutil.which("sacrebleu")
-    if exe is None:
-        pytest.skip("the sacrebleu console script is not on PATH")
-    cmd = [exe, str(files / "ref.txt"), str(files / "ref2.txt"), "-i", str(files / "a.txt"), str(files / "b.txt"),
+    # sacrebleu's own CLI, run by this interpreter (a console script found on PATH may belong to another environment)
+    cmd = [sys.executable, "-m", "sacrebleu", str(files / "ref.txt"), str(files / "ref2.txt"), "-i", str(files / "a.txt"), str(files / "b.txt"),
            str(files / "c.txt"), "-m", metric, f"--paired-{test}", "-f", "text"]
     r = subprocess.run(cmd, capture_output=True, text=True, check=True, env={"SACREBLEU_SEED": "12345", "PATH": ""})
     # the score cell: "36.6 (36.0 ± 2.1)" with --paired-bs, "36.6" with --paired-ar (sacrebleu's CLI gives AR no CI)
