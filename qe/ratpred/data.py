@@ -16,8 +16,13 @@ Synthetic sources (:data:`SOURCES`, Section 4 of the paper); a setup is a list o
   ``train.json``; BAGEL has no separate training split in the rated data) (S4+);
 * ``test_refs``      - human references of the test part's MRs (S5+; not strictly referenceless);
 * ``source_all``     - every reference of the complete source datasets: SF train + valid + test, all BAGEL (S6);
-* ``target_refs``    - references of a new target domain's MRs (``protocol.target_data``, e.g. E2E dev), for a
-  domain that has references but no ratings (not in the paper's setups; the E2E recipe uses it).
+* ``target_refs``    - references of a new target domain's MRs (``protocol.target_data``, e.g. E2E dev or WebNLG
+  train), for a domain that has references but no ratings (not in the paper's setups; the E2E and WebNLG recipes use
+  it); ``protocol.target_refs_per_mr`` keeps the first k references of each target MR (:func:`limit_refs_per_mr`).
+
+Error types (:mod:`qe.ratpred.synth`): ``error_types`` chooses among the paper's five and the data-to-text errors for
+triple MRs (default: the paper's five), ``error_penalties`` overrides the rating penalty of an error type. The
+``wrong_value`` error draws from the entities of the triple MRs of the training records and the target data.
 
 Test-part *system outputs* are never distorted or added; only the original training records, never dev or
 test records, are used as rated instances.
@@ -25,6 +30,7 @@ test records, are used as rated instances.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -38,7 +44,8 @@ from qe.errors import RecordError
 from qe.ratpred.model import Vocab, collate
 from qe.ratpred.mr import delexicalise, parse, relexicalise
 from qe.ratpred.mr_formats import detect
-from qe.ratpred.synth import Dictionary, distort, lowered_rating
+from qe.ratpred.synth import (D2T_ERROR_TYPES, ERROR_TYPES, Dictionary, EntityPool, check_error_types, distort,
+                               error_penalties, penalised_rating)
 
 log = logging.getLogger(__name__)
 
@@ -172,14 +179,37 @@ def in_set_split(records: list[Record], in_set: dict, n_small: int = 200, n_smal
 
 # ------------------------------------------------------------------------------------ synthetic data
 def _distorted(inst: Instance, max_errors: int, rng: np.random.Generator, dictionary: Dictionary,
-               source: str, delex: bool) -> list[Instance]:
+               source: str, delex: bool, kinds: tuple[str, ...] = ERROR_TYPES,
+               penalties: dict[str, float] | None = None) -> list[Instance]:
     d = delexicalise(inst.mr, inst.output, delex=delex, where=f"{inst.src} field 'mr'")
+    # this MR's own entities are never drawn as a wrong value
+    avoid = frozenset(" ".join(v) for vs in d.values.values() for v in vs) if d.triples else frozenset()
     out = []
     for n in range(1, max_errors + 1):
-        rating = lowered_rating(inst.rating, n)
-        toks, _ = distort(d.out_tokens, n, rng, dictionary)
+        toks, done = distort(d.out_tokens, n, rng, dictionary, kinds, triples=d.triples, avoid=avoid)
+        rating = penalised_rating(inst.rating, done, penalties)
         text = " ".join(relexicalise(toks, d.values))
         out.append(Instance(inst.mr, text, rating, f"synth:{source}", n, inst.src))
+    return out
+
+
+def limit_refs_per_mr(records: list[Record], k: int | None) -> list[Record]:
+    """Target records reduced to one per distinct MR (the first) holding the first ``k`` of its references (and their
+    ``ref_sources``); ``k`` None or 0: the records unchanged."""
+    if not k:
+        return records
+    if int(k) < 0:
+        raise ValueError(f"target_refs_per_mr must be >= 0, got {k}")
+    out, seen = [], set()
+    for r in records:
+        if r.mr in seen:
+            continue
+        seen.add(r.mr)
+        extra = dict(r.extra)
+        if "ref_sources" in extra:
+            extra["ref_sources"] = list(extra["ref_sources"])[:int(k)]
+        out.append(Record(id=r.id, output=r.output, system=r.system, dataset=r.dataset, mr=r.mr, source=r.source,
+                          refs=list(r.refs)[:int(k)], ratings=dict(r.ratings), metrics=dict(r.metrics), extra=extra))
     return out
 
 
@@ -200,7 +230,8 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
                        target: str = "quality", max_errors: int = 4, seed: int = 1206,
                        ref_pool: list[RefInstance] | None = None, delex: bool = True,
                        dictionary: Dictionary | None = None,
-                       target_data: list[Record] | None = None) -> tuple[list[Instance], list[Instance], dict]:
+                       target_data: list[Record] | None = None, error_types=ERROR_TYPES,
+                       penalties: dict[str, float] | None = None) -> tuple[list[Instance], list[Instance], dict]:
     """(original instances, synthetic + reference instances, counts) for one fold.
 
     Original = the training records (real outputs, median ratings). Synthetic = per ``sources``: references
@@ -209,16 +240,25 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
     *references* (``test_refs``), never their outputs. ``ref_pool``: source-dataset references
     (:func:`qe.data.references.all_reference_instances`), needed by ``source_train`` / ``source_all``.
     ``target_data``: records of an unrated target domain; only their MRs and references are used
-    (``target_refs``).
+    (``target_refs``). ``error_types``: the error types to draw from (:mod:`qe.ratpred.synth`; default the paper's
+    five), ``penalties``: rating penalties overriding :data:`qe.ratpred.synth.ERROR_PENALTY`.
     """
     bad = [s for s in sources if s not in SOURCES]
     if bad:
         raise ValueError(f"unknown synthetic source(s) {bad}; choose from {SOURCES}")
+    kinds = check_error_types(error_types)
+    pens = error_penalties(penalties)
     rng = np.random.default_rng(seed)
     orig = real_instances(train, target)
     if dictionary is None:
+        pool = None
+        if "wrong_value" in kinds:  # the entities of every triple MR the training set sees
+            pool = EntityPool.from_mrs([r.mr for r in train] + [r.mr for r in target_data or []])
         dictionary = Dictionary.from_token_lists(
-            delexicalise(i.mr, i.output, delex=delex, where=i.src).out_tokens for i in orig)
+            (delexicalise(i.mr, i.output, delex=delex, where=i.src).out_tokens for i in orig), entities=pool)
+    if set(kinds) & set(D2T_ERROR_TYPES) and not delex:
+        raise ValueError(f"error types {sorted(set(kinds) & set(D2T_ERROR_TYPES))} act on delexicalised triples: "
+                         "they need delex=true")
     extra: list[Instance] = []
     seen_refs: set[tuple] = set()
 
@@ -230,7 +270,7 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
             seen_refs.add(key)
             i.origin = f"ref:{source}"
             extra.append(i)
-            extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex))
+            extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex, kinds, pens))
 
     for source in sources:
         if source == "train_outputs":
@@ -239,7 +279,7 @@ def build_training_set(train: list[Record], test: list[Record], sources: tuple[s
                 if (i.mr, i.output) in seen:
                     continue
                 seen.add((i.mr, i.output))
-                extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex))
+                extra.extend(_distorted(i, max_errors, rng, dictionary, source, delex, kinds, pens))
         elif source == "train_refs":
             add_refs(_record_refs(train, source), source)
         elif source == "test_refs":
@@ -274,19 +314,52 @@ def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, ma
     (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs).
     With ``sent`` (a :class:`qe.ratpred.sentvec.SentenceVectors`) two more lists follow: the sentence vectors of
     the (delexicalised, linearised) MR text and of the whole (delexicalised) output text; with a
-    :class:`qe.ratpred.sentvec.SentenceTokens` (fine-tuned encoder), their sub-word id lists instead."""
+    :class:`qe.ratpred.sentvec.SentenceTokens` (fine-tuned encoder), their sub-word id lists instead. With a
+    :class:`qe.ratpred.cross.PairTokens` (cross-encoder) one more list follows, each pair's (ids, token types), and
+    the vocabulary ids are a placeholder ``[1]`` each (the cross-encoder reads only the pair: no GRU ids are kept)."""
+    pairs = getattr(sent, "pairs", False)
     mrs, outs, ys, mr_txt, out_txt = [], [], [], [], []
     for i in insts:
         d = delexicalise(i.mr, i.output, delex=delex, where=i.src)
-        mrs.append(vocab.encode(d.mr_tokens)[:max_len * 3])
-        outs.append(vocab.encode(d.out_tokens)[:max_len])
+        mrs.append([1] if pairs else vocab.encode(d.mr_tokens)[:max_len * 3])
+        outs.append([1] if pairs else vocab.encode(d.out_tokens)[:max_len])
         ys.append(i.rating)
         if sent is not None:
             mr_txt.append(" ".join(d.mr_tokens))
             out_txt.append(" ".join(d.out_tokens))
     if sent is None:
         return mrs, outs, ys
+    if pairs:
+        return mrs, outs, ys, sent(mr_txt, out_txt)
     return mrs, outs, ys, list(sent(mr_txt)), list(sent(out_txt, progress=True))
+
+
+class LengthBucketSampler(torch.utils.data.Sampler):
+    """Shuffled batches of ``batch_size`` items of similar length (less padding for the cross-encoder): each pass
+    permutes the items with ``generator``, sorts each chunk of ``batch_size * chunk`` consecutive items by length,
+    cuts the chunks into batches and shuffles the batches. Every item is seen once per pass; the batch size is
+    fixed (the last batch of a chunk may be smaller), so the loss weighs every instance alike."""
+
+    def __init__(self, lengths: list[int], batch_size: int, generator: torch.Generator, chunk: int = 50):
+        self.lengths, self.batch_size, self.generator, self.chunk = list(lengths), int(batch_size), generator, chunk
+
+    def __iter__(self):
+        n, size = len(self.lengths), self.batch_size * self.chunk
+        perm = torch.randperm(n, generator=self.generator).tolist()
+        batches = []
+        for k in range(0, n, size):
+            part = sorted(perm[k:k + size], key=lambda i: self.lengths[i])
+            batches.extend(part[j:j + self.batch_size] for j in range(0, len(part), self.batch_size))
+        for b in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[b]
+
+    def __len__(self) -> int:
+        n, size = len(self.lengths), self.batch_size * self.chunk
+        return sum(math.ceil(min(size, n - k) / self.batch_size) for k in range(0, n, size))
+
+
+#: padded pair pieces per forward pass when the cross-encoder predicts (dev selection, test parts)
+EVAL_TOKENS = 16_384
 
 
 class RatingDataset(torch.utils.data.Dataset):
@@ -305,9 +378,25 @@ def make_loader(insts: list[Instance], vocab: Vocab, delex: bool, batch_size: in
                 seed: int = 0, sent=None) -> torch.utils.data.DataLoader:
     """Batches of encoded instances (:func:`qe.ratpred.model.collate`); a shuffled loader draws its order from
     its own generator seeded with ``seed``, so the order does not depend on what else consumed torch's RNG.
-    ``sent``: sentence vectors for the sentence-encoder variants (:func:`encode_instances`)."""
+    ``sent``: sentence vectors for the sentence-encoder variants (:func:`encode_instances`).
+
+    Cross-encoder pairs (``sent`` a :class:`qe.ratpred.cross.PairTokens`): a shuffled loader draws length-bucketed
+    batches of ``batch_size`` (:class:`LengthBucketSampler`); an unshuffled one runs longest first under a token budget
+    (:func:`qe.core.runtime.length_sorted_batches`, at most :data:`EVAL_TOKENS` padded pieces and ``batch_size`` pairs
+    per batch) and carries ``loader.order``, the instance index of each row in batch order, to restore input order."""
     ds = RatingDataset(*encode_instances(insts, vocab, delex, sent=sent))
     g = torch.Generator()
     g.manual_seed(seed)
+    if getattr(sent, "pairs", False) and len(ds):
+        lengths = [len(p[0]) for p in ds.columns[3]]
+        if shuffle:
+            return torch.utils.data.DataLoader(ds, batch_sampler=LengthBucketSampler(lengths, batch_size, g),
+                                               collate_fn=collate, num_workers=0)
+        from qe.core.runtime import length_sorted_batches
+
+        batches = length_sorted_batches(lengths, EVAL_TOKENS, batch_size)
+        loader = torch.utils.data.DataLoader(ds, batch_sampler=batches, collate_fn=collate, num_workers=0)
+        loader.order = [i for b in batches for i in b]
+        return loader
     return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=shuffle, collate_fn=collate,
                                        generator=g if shuffle else None, num_workers=0)

@@ -4,9 +4,10 @@
                                 clip_lo, clip_hi}, "delex": bool, "vocab_sha256": ..., ...}
     <export>/model.safetensors  RatPredNet weights
     <export>/vocab.json         the vocabulary (``Vocab.itos``: <pad>, <unk>, then the tokens)
-    <export>/sentence_model/    only for a fine-tuned sentence encoder (``model.finetune_sentence``): its Hugging
-                                Face ``config.json`` and tokenizer files; its weights are ``sent_model.*`` in
-                                model.safetensors, so the export rebuilds the encoder offline
+    <export>/sentence_model/    only for a fine-tuned sentence encoder (``model.finetune_sentence``) or the
+                                cross-encoder (``model.encoder=cross``): its Hugging Face ``config.json`` and
+                                tokenizer files; its weights are ``sent_model.*`` in model.safetensors, so the
+                                export rebuilds the encoder offline
 """
 from __future__ import annotations
 
@@ -51,6 +52,20 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
             sent_model.config.save_pretrained(str(tmp / SENTENCE_DIR))
             sentence_tokens.save(tmp / SENTENCE_DIR)
     return dest.resolve()
+
+
+def export_tokens(export_dir: str | Path, net: RatPredNet):
+    """The tokenizer object of an export's own encoder (``sentence_model/``), for writing the export again; None for
+    a network without one."""
+    if getattr(net, "sent_model", None) is None:
+        return None
+    if net.cross:
+        from qe.ratpred.cross import PairTokens
+
+        return PairTokens(Path(export_dir) / SENTENCE_DIR, net.pair_max_len)
+    from qe.ratpred.sentvec import SentenceTokens
+
+    return SentenceTokens(Path(export_dir) / SENTENCE_DIR)
 
 
 def load_export(export_dir: str | Path, manifest: dict | None = None,

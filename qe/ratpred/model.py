@@ -15,6 +15,14 @@ With ``finetune_sentence=True`` the network holds the sentence encoder itself (:
 parameters ``sent_model.*``) and pools its sub-word states into the vectors in ``forward`` (mean over the pieces,
 special tokens left out, L2-normalised: the frozen vectors' pooling), so the encoder is trained with the regressor.
 
+Cross-encoder (``encoder="cross"``; issue 27 part 4): one encoder reads the pair ``[CLS] linearised MR [SEP] output
+[SEP]`` (token type 0 for the MR, 1 for the output; :class:`qe.ratpred.cross.PairTokens` builds the ids and applies
+the truncation rule), so every output piece can attend to every MR piece - what a bi-encoder's two separate vectors
+cannot do (a wrong value or a dropped triple changes a few tokens of a long text). The last layer's states are pooled
+(``cross_pool``: ``mean`` over the pair's pieces, special tokens included, or the ``cls`` state), then dropout,
+``tanh_layers`` square tanh layers of the encoder's width and the linear head. The encoder is always fine-tuned
+(``finetune_sentence`` is implied; its parameters are ``sent_model.*``); there are no GRUs and no embedding tables.
+
 Pure torch / numpy: the scorer imports this module, training (``qe.ratpred.task``) builds on it.
 """
 from __future__ import annotations
@@ -29,27 +37,37 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 
-ENCODERS = ("gru", "sentence", "both")
+ENCODERS = ("gru", "sentence", "both", "cross")
+#: pooling of the cross-encoder's last layer
+CROSS_POOLS = ("mean", "cls")
 
 
 class RatPredNet(nn.Module):
     def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
                  dropout: float = 0.5, pad_id: int = 0, encoder: str = "gru", sent_dim: int = 0,
-                 finetune_sentence: bool = False, sent_lead: int = 1, sent_tail: int = 1):
+                 finetune_sentence: bool = False, sent_lead: int = 1, sent_tail: int = 1, cross_pool: str = "mean",
+                 pair_max_len: int | None = None):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
         if encoder != "gru" and sent_dim < 1:
             raise ValueError(f"encoder={encoder!r} needs sent_dim (the sentence vectors' width)")
-        if tanh_layers < 1 and encoder != "gru":
+        if tanh_layers < 1 and encoder in ("sentence", "both"):
             raise ValueError("the sentence-encoder variants need tanh_layers >= 1 (it maps their features)")
         if finetune_sentence and encoder == "gru":
-            raise ValueError("finetune_sentence=True needs encoder='sentence' or 'both' (the GRU model has no "
+            raise ValueError("finetune_sentence=True needs encoder='sentence', 'both' or 'cross' (the GRU model has no "
                              "sentence encoder)")
+        if cross_pool not in CROSS_POOLS:
+            raise ValueError(f"cross_pool={cross_pool!r}: choose one of {', '.join(CROSS_POOLS)}")
         self.encoder = encoder
-        self.finetune_sentence = bool(finetune_sentence)
+        self.cross = encoder == "cross"
+        self.finetune_sentence = bool(finetune_sentence) or self.cross  # a cross-encoder is always trained
         self.sent_lead, self.sent_tail = int(sent_lead), int(sent_tail)
+        #: cross-encoder: its pooling, and the pair length in sub-words it was trained with (None: the model's window)
+        self.cross_pool = cross_pool
+        self.pair_max_len = None if pair_max_len is None else int(pair_max_len)
         self.sent_model: nn.Module | None = None
+        self._types = True  # whether the attached encoder takes token_type_ids (set_sentence_model)
         self.use_gru, self.use_sent = encoder in ("gru", "both"), encoder in ("sentence", "both")
         if self.use_gru:
             self.emb_mr = nn.Embedding(vocab_size, embedding_dim, padding_idx=pad_id)
@@ -58,8 +76,8 @@ class RatPredNet(nn.Module):
         if self.use_gru:
             self.gru_mr = nn.GRU(embedding_dim, hidden_size, batch_first=True)
             self.gru_out = nn.GRU(embedding_dim, hidden_size, batch_first=True)
-        d = 2 * hidden_size
-        d_in = (d if self.use_gru else 0) + (4 * sent_dim if self.use_sent else 0)
+        d = sent_dim if self.cross else 2 * hidden_size  # the cross-encoder's tanh layers keep its width
+        d_in = sent_dim if self.cross else (d if self.use_gru else 0) + (4 * sent_dim if self.use_sent else 0)
         self.tanh = nn.ModuleList(nn.Linear(d_in if k == 0 else d, d) for k in range(tanh_layers))
         self.head = nn.Linear(d, 1)
 
@@ -69,6 +87,24 @@ class RatPredNet(nn.Module):
         if not self.finetune_sentence:
             raise ValueError("set_sentence_model: this network was built with finetune_sentence=False")
         self.sent_model = model
+        import inspect
+
+        self._types = "token_type_ids" in inspect.signature(model.forward).parameters
+
+    def encode_pairs(self, ids: torch.Tensor, types: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """The cross-encoder's pooled vector of padded pair ids (``lens`` counts the special tokens)."""
+        if self.sent_model is None:
+            raise ValueError("encoder='cross' but no encoder model is attached (set_sentence_model)")
+        pos = torch.arange(ids.shape[1], device=ids.device)[None, :]
+        attn = (pos < lens.to(ids.device)[:, None]).long()
+        kw = {"input_ids": ids, "attention_mask": attn}
+        if self._types:
+            kw["token_type_ids"] = types
+        hid = self.sent_model(**kw).last_hidden_state
+        if self.cross_pool == "cls":
+            return hid[:, 0]
+        keep = attn[..., None].to(hid.dtype)
+        return (hid * keep).sum(1) / keep.sum(1).clamp(min=1)
 
     def pool(self, ids: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
         """Sentence vectors of padded sub-word ids (special tokens included, ``lens`` counts them): the mean of the
@@ -90,7 +126,14 @@ class RatPredNet(nn.Module):
         return h[-1]
 
     def forward(self, mr, mr_len, out, out_len, mr_vec=None, out_vec=None, mr_sub=None, mr_sub_len=None,
-                out_sub=None, out_sub_len=None):
+                out_sub=None, out_sub_len=None, pair=None, pair_type=None, pair_len=None):
+        if self.cross:
+            if pair is None:
+                raise ValueError("encoder='cross': the batch needs pair ids (pair, pair_type, pair_len)")
+            z = self.drop(self.encode_pairs(pair, pair_type, pair_len))
+            for lin in self.tanh:
+                z = torch.tanh(lin(z))
+            return self.head(z).squeeze(-1)
         parts = []
         if self.use_gru:
             parts += [self._encode(self.emb_mr, self.gru_mr, mr, mr_len),
@@ -151,11 +194,15 @@ def collate(items):
     """[(mr ids, output ids, rating), ...] -> the network's padded batch (``y``: the ratings); items of the
     sentence-encoder variants carry two more entries, the MR's and the output's sentence vectors
     (``mr_vec`` / ``out_vec``) or, for a fine-tuned encoder, their sub-word id lists (``mr_sub`` / ``out_sub``,
-    padded, with their lengths)."""
+    padded, with their lengths); items of the cross-encoder carry one more entry, the pair's (ids, token types)
+    arrays (``pair`` / ``pair_type`` / ``pair_len``)."""
     cols = list(zip(*items))
     m, ml = pad_batch(list(cols[0]))
     o, ol = pad_batch(list(cols[1]))
     batch = {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(cols[2], dtype=torch.float32)}
+    if len(cols) == 4:
+        batch["pair"], batch["pair_len"] = pad_batch([p[0] for p in cols[3]])
+        batch["pair_type"], _ = pad_batch([p[1] for p in cols[3]])
     if len(cols) == 5 and not isinstance(cols[3][0], np.ndarray):
         batch["mr_sub"], batch["mr_sub_len"] = pad_batch(list(cols[3]))
         batch["out_sub"], batch["out_sub_len"] = pad_batch(list(cols[4]))
@@ -168,7 +215,8 @@ def collate(items):
 def net_inputs(batch: dict) -> tuple:
     """The positional arguments of :meth:`RatPredNet.forward` from a collated batch."""
     return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"),
-            batch.get("mr_sub"), batch.get("mr_sub_len"), batch.get("out_sub"), batch.get("out_sub_len"))
+            batch.get("mr_sub"), batch.get("mr_sub_len"), batch.get("out_sub"), batch.get("out_sub_len"),
+            batch.get("pair"), batch.get("pair_type"), batch.get("pair_len"))
 
 
 # ------------------------------------------------------------------------------------- predictions, figures

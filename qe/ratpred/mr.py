@@ -29,6 +29,27 @@ several acts are linearised one after another. Slot names are normalised by :fun
 rating values are found in outputs also in their usual surface variants (:func:`value_variants`: ``£20-25`` as
 ``20-25``, ``5 out of 5`` as ``5 stars``); EMNLP17 values have none, so EMNLP17 results are unchanged.
 
+RDF triples (WebNLG; format ``triples``): each triple is one act :data:`TRIPLE_ACT` with the slots ``subject``,
+``property``, ``object``. Subjects and objects are *entities*: their text is :func:`entity_text` (underscores as
+spaces, double quotes removed, lower case: ``Alan_Bean`` -> ``alan bean``, ``"Aarhus Lufthavn A/S"`` -> ``aarhus
+lufthavn a/s``), properties are split into words (:func:`property_words`: ``birthPlace`` -> ``birth place``). Every
+distinct entity of the MR (same text = same entity) gets one placeholder ``X-e1``, ``X-e2``, ... numbered in order of
+first appearance (subject before object, triple by triple), so an entity shared by two triples - the object of one,
+the subject of the next - keeps one placeholder; the linearisation keeps each triple together and marks where it
+starts: ``<triple> X-e1 birth place X-e2 <triple> X-e1 occupation X-e3``. All entities are delexicalised (none is
+"unknown" or binary). In the output, *every* occurrence of an entity is replaced (not only the first, as for slot
+values: an entity is often named twice), matched case-insensitively on tokens, longest entity first; when the entity
+is not there verbatim, its near-variants (as for slot values) and then its usual surface forms
+(:func:`entity_variants`: without a disambiguating parenthesis ``Isis (band)`` -> ``isis``, without the unit
+``185.0 (centimetres)`` -> ``185.0``, a whole number without ``.0``, the place before a comma ``wheeler, texas`` ->
+``wheeler``, ISO dates as written out ``1932-03-15`` -> ``15 march 1932`` / ``march 15 , 1932``, a generic last word
+left out ``german language`` -> ``german``) are tried, and the
+placeholder then relexicalises to what the output said. An entity found in none of these forms stays *lexical* in the
+output (its placeholder is still in the MR): e.g. a value the text paraphrases (``United_States`` as "American"), a
+number written in words, a date in a form not listed. :class:`Delex` ``triples`` lists each triple's
+(subject placeholder, property words, object placeholder) for the data-to-text synthetic errors
+(:mod:`qe.ratpred.synth`).
+
 Outputs are lower-cased and tokenised with :func:`qe.tokenization.word_tokenize`.
 """
 from __future__ import annotations
@@ -36,10 +57,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from qe.ratpred.mr_formats import MR_FORMATS, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
+from qe.ratpred.mr_formats import MR_FORMATS, TRIPLE_ACT, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
 from qe.tokenization import word_tokenize
 
 NULL = "<null>"
+#: entity slots of a triple act (delexicalised); ``property`` is kept as words
+ENTITY_SLOTS = ("subject", "object")
 #: slots whose values are delexicalised (slot names after removing "_", as in :func:`norm_slot`)
 DELEX_SLOTS = frozenset({"count", "addr", "area", "food", "price", "phone", "near", "pricerange", "postcode",
                          "address", "eattype", "type", "goodformeal", "name",
@@ -60,11 +83,74 @@ def tokenize(text: str) -> list[str]:
     return word_tokenize(text, lowercase=True)
 
 
+def property_words(prop: str) -> str:
+    """An RDF property as lower-cased words: ``birthPlace`` -> ``birth place``, ``ISBN_number`` -> ``isbn number``,
+    ``elevationAboveTheSeaLevel_(in_metres)`` -> ``elevation above the sea level (in metres)``."""
+    t = prop.replace("_", " ")
+    t = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", t)
+    t = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", " ", t)
+    return " ".join(t.lower().split())
+
+
+def entity_text(value: str) -> str:
+    """An RDF subject / object as text: underscores as spaces, double quotes removed, a space before ``(``, lower
+    case, white space squeezed (``Alan_Bean`` -> ``alan bean``, ``"52.0"(minutes)`` -> ``52.0 (minutes)``)."""
+    t = value.replace("_", " ").replace('"', " ").replace("(", " (")
+    return " ".join(t.lower().split())
+
+
+_MONTHS = "january february march april may june july august september october november december".split()
+_ISO_DATE = re.compile(r"^(\d{3,4})-(\d\d)-(\d\d)$")
+#: a last word that texts often leave out of an entity's name
+_GENERIC_HEADS = frozenset({"language", "music", "cuisine", "people"})
+_ORDINAL = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
+
+
+def entity_variants(text: str) -> list[list[str]]:
+    """Usual surface forms (token lists) of an entity text (:func:`entity_text`), tried when it is not found verbatim
+    or approximately (module docstring): without parentheses (``isis (band)`` -> ``isis``, ``185.0 (centimetres)`` ->
+    ``185.0``), a whole number without ``.0`` (``185``), the part before the first comma (``wheeler, texas`` ->
+    ``wheeler``), an ISO date written out (``1932-03-15`` -> ``15 march 1932``, ``march 15 , 1932``, ``15th of march
+    1932``, ``march 1932``, ...), without a generic last word (``german language`` -> ``german``, ``folk music`` ->
+    ``folk``)."""
+    out: list[str] = []
+    bare = " ".join(re.sub(r"\([^()]*\)", " ", text).split())
+    if bare and bare != text:
+        out.append(bare)
+    for t in [text, bare]:
+        if re.fullmatch(r"-?\d+\.0+", t):
+            out.append(t.split(".")[0])
+    if "," in bare and bare.split(",")[0].strip():
+        out.append(bare.split(",")[0].strip())
+    m = _ISO_DATE.match(text)
+    if m and 1 <= int(m.group(2)) <= 12 and 1 <= int(m.group(3)) <= 31:
+        y, mo, d = m.group(1), _MONTHS[int(m.group(2)) - 1], int(m.group(3))
+        th = f"{d}{_ORDINAL.get(d, 'th')}"
+        out += [f"{d} {mo} {y}", f"{mo} {d}, {y}", f"{th} {mo} {y}", f"{th} of {mo} {y}", f"{th} of {mo}, {y}",
+                f"{mo} {th}, {y}", f"{mo} {th} {y}", f"{d} {mo}, {y}", f"{mo} {d} {y}", f"{mo} {y}"]
+    words = bare.split()
+    if len(words) > 1 and words[-1] in _GENERIC_HEADS:  # "german language" -> "german", "folk music" -> "folk"
+        out.append(" ".join(words[:-1]))
+    seen, res = {" ".join(tokenize(text))}, []
+    for o in out:
+        t = tokenize(o)
+        if t and " ".join(t) not in seen:
+            seen.add(" ".join(t))
+            res.append(t)
+    return res
+
+
 def parse(mr: str, where: str = "<mr>", mr_format: str = "auto") -> list[tuple[str, list[tuple[str, str | None]]]]:
     """Parse an MR in any format (:data:`MR_FORMATS`) into acts ``[(act, [(slot, value), ...]), ...]``; act names
-    lower-cased, slot names normalised (:func:`norm_slot`), values stripped and lower-cased."""
-    return [(act.lower(), [(norm_slot(s), None if v is None else v.strip().lower()) for s, v in slots])
-            for act, slots in parse_acts(mr, mr_format, where)]
+    lower-cased, slot names normalised (:func:`norm_slot`), values stripped and lower-cased; triples: subject and
+    object as :func:`entity_text`, the property as :func:`property_words`."""
+    out = []
+    for act, slots in parse_acts(mr, mr_format, where):
+        if act == TRIPLE_ACT:
+            out.append((act, [(s, property_words(v) if s == "property" else entity_text(v)) for s, v in slots]))
+        else:
+            out.append((act.lower(), [(norm_slot(s), None if v is None else v.strip().lower()) for s, v in slots]))
+    return out
 
 
 def _slots(acts) -> list[tuple[str, str | None]]:
@@ -81,8 +167,10 @@ class Delex:
 
     mr_tokens: list[str]  # linearised, delexicalised MR
     out_tokens: list[str]  # delexicalised output tokens
-    #: slot -> list of value token lists (in MR order), used to relexicalise
+    #: slot -> list of value token lists (in MR order), used to relexicalise (triples: ``e1`` -> [entity tokens])
     values: dict[str, list[list[str]]] = field(default_factory=dict)
+    #: triple MRs: (subject placeholder, property words, object placeholder) per triple, in MR order; else empty
+    triples: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def _delex_slots(slots):
@@ -112,27 +200,61 @@ def linearise_slots(act: str, slots: list[tuple[str, str | None]]) -> list[str]:
     return toks
 
 
+def linearise_triple(slots: list[tuple[str, str | None]]) -> list[str]:
+    """One RDF triple: ``<triple>`` then subject, property words, object (placeholders or value tokens)."""
+    toks = [TRIPLE_ACT]
+    for _, v in slots:
+        toks.extend([v] if v is not None and v.startswith("X-") else (tokenize(v or "") or [NULL]))
+    return toks
+
+
 def linearise_acts(acts) -> list[str]:
-    """Several acts: each act's triples, one act after another."""
-    return [t for act, slots in acts for t in linearise_slots(act, slots)]
+    """Several acts: each act's triples, one act after another (an RDF triple: :func:`linearise_triple`)."""
+    return [t for act, slots in acts
+            for t in (linearise_triple(slots) if act == TRIPLE_ACT else linearise_slots(act, slots))]
 
 
 def _delex_acts(acts):
+    """(delexicalised acts, values, candidates): ``candidates`` lists what to look for in an output, in MR order, as
+    (key, value text, index into values[key], entity?) - every delexicalised slot value (key = slot, the k-th value of
+    that slot) and every distinct triple entity once (key ``e<n>``)."""
     values: dict[str, list[list[str]]] = {}
+    cands: list[tuple[str, str, int, bool]] = []
+    entities: dict[str, str] = {}
     out = []
     for act, slots in acts:
-        dslots, vals = _delex_slots(slots)
-        for s, v in vals.items():
-            values.setdefault(s, []).extend(v)
+        if act == TRIPLE_ACT:
+            dslots = []
+            for s, v in slots:
+                if s in ENTITY_SLOTS and v:
+                    key = entities.get(v)
+                    if key is None:
+                        key = entities[v] = f"e{len(entities) + 1}"
+                        values[key] = [tokenize(v)]
+                        cands.append((key, v, 0, True))
+                    dslots.append((s, placeholder(key)))
+                else:
+                    dslots.append((s, v))
+            out.append((act, dslots))
+            continue
+        dslots, _ = _delex_slots(slots)
+        for s, v in slots:  # the values _delex_slots replaced, in MR order (k-th value of its slot)
+            if v is not None and s in DELEX_SLOTS and v not in KEEP_VALUES:
+                cands.append((s, v, len(values.get(s, [])), False))
+                values.setdefault(s, []).append(tokenize(v))
         out.append((act, dslots))
-    return out, values
+    return out, values, cands
+
+
+def _triples_of(dacts) -> list[tuple[str, str, str]]:
+    return [tuple(v or "" for _, v in slots) for act, slots in dacts if act == TRIPLE_ACT]
 
 
 def linearise(mr: str, delex: bool = True, where: str = "<mr>", mr_format: str = "auto") -> list[str]:
     """MR -> "DA type - slot - value" token triples (see module docstring)."""
     acts = parse(mr, where, mr_format)
     if delex:
-        acts, _ = _delex_acts(acts)
+        acts, _, _ = _delex_acts(acts)
     return linearise_acts(acts)
 
 
@@ -215,42 +337,69 @@ def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[i
     return -1, -1
 
 
+def _find_all(tokens: list[str], sub: list[str], used: list[bool]) -> list[int]:
+    """Every unused, non-overlapping occurrence of ``sub`` (left to right)."""
+    starts, n, i = [], len(sub), 0
+    while n and i <= len(tokens) - n:
+        if tokens[i:i + n] == sub and not any(used[i:i + n]):
+            starts.append(i)
+            i += n
+        else:
+            i += 1
+    return starts
+
+
+def _match_entity(toks: list[str], vt: list[str], text: str, used: list[bool]) -> list[tuple[int, int]]:
+    """Spans of an RDF entity in the output: every verbatim occurrence; else the first near-variant; else every
+    occurrence of its first surface form (:func:`entity_variants`) that occurs."""
+    hits = _find_all(toks, vt, used)
+    if hits:
+        return [(i, i + len(vt)) for i in hits]
+    i, j = _find_approx(toks, vt, used)
+    if i >= 0:
+        return [(i, j)]
+    for var in entity_variants(text):
+        hits = _find_all(toks, var, used)
+        if hits:
+            return [(i, i + len(var)) for i in hits]
+    return []
+
+
 def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: str = "<mr>",
                  mr_format: str = "auto") -> Delex:
     """Delexicalise the MR and the matching values in the output (module docstring)."""
     acts = parse(mr, where, mr_format)
-    slots = _slots(acts)
     toks = tokenize(output) if isinstance(output, str) else list(output)
     if not delex:
-        return Delex(linearise_acts(acts), toks, {})
-    dacts, values = _delex_acts(acts)
+        return Delex(linearise_acts(acts), toks, {}, _triples_of(acts))
+    # cands: the k-th value of each slot in MR order (its index into values[slot]), every triple entity once
+    dacts, values, cands = _delex_acts(acts)
     used = [False] * len(toks)
     spans = []  # (start, length, placeholder)
-    # the k-th value of each slot in MR order (its index into values[slot]); longer values are matched first
-    # so that a value contained in another one cannot take its place (as the authors' delex_sent)
-    cands, seen = [], {}
-    for s, v in slots:
-        if s not in values or v is None or v in KEEP_VALUES:
-            continue
-        k = seen.get(s, 0)
-        seen[s] = k + 1
-        cands.append((s, v, k))
-    for s, v, k in sorted(cands, key=lambda c: len(c[1]), reverse=True):
+    # longer values are matched first so that a value contained in another one cannot take its place (as the
+    # authors' delex_sent)
+    for s, v, k, entity in sorted(cands, key=lambda c: len(c[1]), reverse=True):
         vt = tokenize(v)
         if not vt:
             continue
-        i = _find(toks, vt, used)
-        j = i + len(vt)
-        if i < 0:  # not verbatim: near-variants / moved spaces; relexicalise with the surface form then
-            i, j = _find_approx(toks, vt, used)
-            for var in value_variants(v) if i < 0 else ():  # E2E prices / ratings: usual surface forms
-                i = _find(toks, var, used)
+        if entity:  # every occurrence; relexicalised with the first occurrence's surface form
+            found = _match_entity(toks, vt, v, used)
+            if found and toks[found[0][0]:found[0][1]] != vt:
+                values[s][k] = toks[found[0][0]:found[0][1]]
+        else:
+            i = _find(toks, vt, used)
+            j = i + len(vt)
+            if i < 0:  # not verbatim: near-variants / moved spaces; relexicalise with the surface form then
+                i, j = _find_approx(toks, vt, used)
+                for var in value_variants(v) if i < 0 else ():  # E2E prices / ratings: usual surface forms
+                    i = _find(toks, var, used)
+                    if i >= 0:
+                        j = i + len(var)
+                        break
                 if i >= 0:
-                    j = i + len(var)
-                    break
-            if i >= 0:
-                values[s][k] = toks[i:j]
-        if i >= 0:
+                    values[s][k] = toks[i:j]
+            found = [(i, j)] if i >= 0 else []
+        for i, j in found:
             for m in range(i, j):
                 used[m] = True
             spans.append((i, j - i, placeholder(s)))
@@ -265,16 +414,19 @@ def delexicalise(mr: str, output: str | list[str], delex: bool = True, where: st
         else:
             out.append(toks[i])
             i += 1
-    return Delex(linearise_acts(dacts), out, values)
+    return Delex(linearise_acts(dacts), out, values, _triples_of(dacts))
 
 
 def delexicalise_text(text: str, mr: str, keep: frozenset[str] = TEXT_KEEP_VALUES, where: str = "<mr>",
                       mr_format: str = "auto") -> str:
     """``text`` lower-cased, every whole-word occurrence of each MR value (longest first) replaced by
-    ``x-<slot>`` (slot names as :func:`norm_slot`); values in ``keep`` stay. See the module docstring."""
-    slots = _slots(parse(mr, where, mr_format))
+    ``x-<slot>`` (slot names as :func:`norm_slot`); values in ``keep`` stay. Triple MRs: each entity's text
+    (:func:`entity_text`) by ``x-e<n>`` (its placeholder's number), properties untouched. See the module docstring."""
+    acts = parse(mr, where, mr_format)
     t = text.lower()
-    vals = [(v, s) for s, v in slots if v and v not in keep]
+    vals = [(v, s) for act, slots in acts if act != TRIPLE_ACT for s, v in slots if v and v not in keep]
+    _, _, cands = _delex_acts([a for a in acts if a[0] == TRIPLE_ACT])
+    vals += [(v, key) for key, v, _, _ in cands if v not in keep]
     for v, s in sorted(vals, key=lambda x: -len(x[0])):
         t = re.sub(r"(?<!\w)" + re.escape(v) + r"(?!\w)", f"x-{s}", t)
     return t

@@ -12,11 +12,18 @@ Every format maps to one internal representation, a list of dialogue acts ``[(ac
 * ``json`` - a JSON object ``{"name": "Blue Spice", "near": ["x", "y"]}`` (a list value gives the slot once per
   item, ``null`` a slot without value) or a list of pairs ``[["name", "Blue Spice"], ["food", "thai"]]``; one act
   ``inform``. An object may name the act: ``{"act": "request", "area": null}``.
+* ``triples`` - RDF triples (WebNLG): JSON ``[["Alan_Bean", "birthPlace", "Wheeler,_Texas"], ...]`` or WebNLG's
+  ``subject | property | object`` notation, one triple per line or several separated by ``;`` (read by
+  :func:`qe.data.webnlg.parse_triples`, which says where ``;`` splits and where it stays in a value). Each triple
+  becomes one act :data:`TRIPLE_ACT` with the slots ``subject``, ``property`` and ``object`` in that order (values as
+  written: underscores, quotes); :mod:`qe.ratpred.mr` linearises and delexicalises these acts their own way
+  (entities numbered ``X-e1``, ``X-e2``, ... across the triples, so a shared entity keeps one placeholder).
 
-:func:`parse_acts` detects the format of each MR (``mr_format="auto"``: JSON when it starts with ``{`` or ``[``,
-dialogue acts when it starts with ``act(``, E2E when it starts with ``slot[``) or takes the one it is told. Errors
-are :class:`~qe.errors.RecordError` naming ``where`` (file:line, record id, ``mrs[i]``), the formats tried and
-the offending part of the MR.
+:func:`parse_acts` detects the format of each MR (``mr_format="auto"``: a JSON list of 3-item lists is triples, any
+other JSON is ``json``; dialogue acts when it starts with ``act(``; triples when it holds ``|`` and does not start
+like a dialogue act; E2E when it starts with ``slot[``) or takes the one it is told; when the detected format fails
+the others are tried. Errors are :class:`~qe.errors.RecordError` naming ``where`` (file:line, record id,
+``mrs[i]``), the formats tried and the offending part of the MR.
 """
 from __future__ import annotations
 
@@ -26,11 +33,15 @@ import re
 from qe.data.references import parse_mr
 from qe.errors import RecordError
 
-MR_FORMATS = ("auto", "da", "e2e", "json")
+MR_FORMATS = ("auto", "da", "e2e", "json", "triples")
 #: what each format looks like, for error messages
 FORMAT_SHAPES = {"da": "act(slot=value,...)", "e2e": "slot[value], slot[value]",
-                 "json": '{"slot": "value"} or [["slot", "value"], ...]'}
+                 "json": '{"slot": "value"} or [["slot", "value"], ...]',
+                 "triples": '[["subject", "property", "object"], ...] or subject | property | object lines'}
 E2E_ACT = "inform"
+#: the act of one RDF triple (no dialogue-act notation can produce this name), its slots in order
+TRIPLE_ACT = "<triple>"
+TRIPLE_SLOTS = ("subject", "property", "object")
 
 Acts = list[tuple[str, list[tuple[str, "str | None"]]]]
 
@@ -49,13 +60,26 @@ def _quote(text: str, limit: int = 60) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+def _json_triple_list(s: str) -> bool:
+    """A JSON list whose first item is a list of three items (what else parses is up to :func:`parse_triples`)."""
+    try:
+        data = json.loads(s)
+    except json.JSONDecodeError:
+        return bool(re.match(r"\[\s*\[\s*\"(?:[^\"\\]|\\.)*\"\s*,\s*\"(?:[^\"\\]|\\.)*\"\s*,", s))
+    return isinstance(data, list) and bool(data) and isinstance(data[0], list) and len(data[0]) == 3
+
+
 def detect(mr: str) -> str | None:
-    """The format an MR looks like (``da``, ``e2e``, ``json``) or None."""
+    """The format an MR looks like (``da``, ``e2e``, ``json``, ``triples``) or None."""
     s = mr.lstrip()
-    if s[:1] in "{[":
+    if s[:1] == "[":
+        return "triples" if _json_triple_list(s) else "json"
+    if s[:1] == "{":
         return "json"
     if _DA_START.match(s):
         return "da"
+    if "|" in s:
+        return "triples"
     if _E2E_START.match(s):
         return "e2e"
     return None
@@ -145,7 +169,18 @@ def parse_json(mr: str) -> Acts:
     return [(act, [(k.strip(), v) for k, v in slots])]
 
 
-PARSERS = {"da": parse_da, "e2e": parse_e2e, "json": parse_json}
+def parse_triples_acts(mr: str) -> Acts:
+    """RDF triples (:func:`qe.data.webnlg.parse_triples`) -> one act :data:`TRIPLE_ACT` per triple."""
+    from qe.data.webnlg import parse_triples
+
+    try:
+        triples = parse_triples(mr, "<triples>")
+    except RecordError as exc:  # "<triples>: triple 2 is ..." -> the reason alone
+        raise MRFormatError(str(exc).removeprefix("<triples>: ")) from None
+    return [(TRIPLE_ACT, list(zip(TRIPLE_SLOTS, t))) for t in triples]
+
+
+PARSERS = {"da": parse_da, "e2e": parse_e2e, "json": parse_json, "triples": parse_triples_acts}
 
 
 def parse_acts(mr, mr_format: str = "auto", where: str = "<mr>") -> Acts:
@@ -174,4 +209,5 @@ def parse_acts(mr, mr_format: str = "auto", where: str = "<mr>") -> Acts:
     raise RecordError(f"{where}: cannot parse MR {_quote(mr, 200)} ({tried}) - " + "; ".join(reasons))
 
 
-__all__ = ["MR_FORMATS", "detect", "parse_acts", "parse_da", "parse_e2e", "parse_json", "Acts"]
+__all__ = ["MR_FORMATS", "TRIPLE_ACT", "TRIPLE_SLOTS", "detect", "parse_acts", "parse_da", "parse_e2e", "parse_json",
+           "parse_triples_acts", "Acts"]

@@ -17,6 +17,12 @@ delexicalised MR and output texts exactly as in training (:mod:`qe.ratpred.sentv
 sentence encoder (``model.finetune_sentence``) carries the encoder (weights in model.safetensors, config and tokenizer
 in ``sentence_model/``): the scorer tokenises the texts and the network encodes them itself, offline.
 
+Cross-encoder exports (``model.encoder=cross``) carry their encoder the same way; the scorer builds each
+``[CLS] MR [SEP] output [SEP]`` pair as in training (lexical unless the manifest's ``delex`` says otherwise; the
+truncation rule of :mod:`qe.ratpred.cross`, logged when it applies) and batches by the pairs' sub-word lengths.
+``precision="bf16"`` runs the network under bfloat16 autocast on whatever device it is on (CPU or GPU; default
+``"32"``: float32, the precision the export's figures and fingerprint were measured in).
+
 Imports only the family's format and model modules (no Lightning, Hydra or training code).
 """
 from __future__ import annotations
@@ -37,6 +43,8 @@ from qe.ratpred.mr_formats import MR_FORMATS
 BUDGET = {"gpu": 200_000, "cpu": 20_000}
 #: sentence-encoder exports: at most this many texts' vectors stay in memory between batches
 SENTENCE_MEMORY = 50_000
+#: scorer precisions: float32, or bfloat16 autocast (CPU or GPU)
+PRECISIONS = ("32", "bf16")
 
 
 class RatPredScorer(Scorer):
@@ -46,7 +54,10 @@ class RatPredScorer(Scorer):
 
     def __init__(self, export_dir: str | Path, device: str | None = None, rounded: bool = True,
                  max_tokens: int | None = None, verify: bool = True, manifest: dict | None = None,
-                 mr_format: str = "auto"):
+                 mr_format: str = "auto", precision: str = "32"):
+        if str(precision) not in PRECISIONS:
+            raise ValueError(f"precision={precision!r}: choose one of {', '.join(PRECISIONS)}")
+        self.precision = str(precision)
         if mr_format not in MR_FORMATS:
             raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
         self.mr_format = mr_format
@@ -59,7 +70,13 @@ class RatPredScorer(Scorer):
         self.device = pick_device(device)
         self.net = net.to(self.device).eval()
         self.sent = None
-        if net.finetune_sentence:
+        if net.cross:
+            from qe.ratpred.cross import PairTokens
+            from qe.ratpred.format import SENTENCE_DIR
+
+            self.sent = PairTokens(self.export_dir / SENTENCE_DIR, net.pair_max_len)
+            self.sent.model_name = f"{cfg.get('sentence_model', '?')}+cross"
+        elif net.finetune_sentence:
             from qe.ratpred.format import SENTENCE_DIR
             from qe.ratpred.sentvec import SentenceTokens
 
@@ -89,8 +106,9 @@ class RatPredScorer(Scorer):
         rnd = f"round:{p.get('round_to')}|clip:{p.get('clip_lo')}-{p.get('clip_hi')}" if self.rounded else "raw"
         mrf = "" if self.mr_format == "auto" else f"mr:{self.mr_format}|"
         enc = "" if self.sent is None else f"enc:{self.net.encoder}/{self.sent.model_name}|"
+        prec = "" if self.precision == "32" else f"{self.precision}|"
         return f"RatPred|qe_gru:{self._checksum}|{enc}setup:{self.manifest['config'].get('setup', '?')}|{rnd}|{mrf}" \
-               f"qe:{__version__}|torch:{torch.__version__}"
+               f"{prec}qe:{__version__}|torch:{torch.__version__}"
 
     @torch.no_grad()
     def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs):
@@ -103,15 +121,23 @@ class RatPredScorer(Scorer):
             enc.append((self.vocab.encode(d.mr_tokens), self.vocab.encode(d.out_tokens)))
             texts.append((" ".join(d.mr_tokens), " ".join(d.out_tokens)))
 
+        pairs = self.sent([t[0] for t in texts], [t[1] for t in texts]) if self.net.cross else None
+        bf16 = self.precision == "bf16"
+
         def run(idx: list[int]) -> list[float]:
-            items = [(enc[i][0], enc[i][1], 0.0) for i in idx]
-            if self.sent is not None:
+            if pairs is not None:
+                items = [([1], [1], 0.0, pairs[i]) for i in idx]
+            else:
+                items = [(enc[i][0], enc[i][1], 0.0) for i in idx]
+            if self.sent is not None and pairs is None:
                 mv, ov = self.sent([texts[i][0] for i in idx]), self.sent([texts[i][1] for i in idx])
                 items = [(*it, a, b) for it, a, b in zip(items, mv, ov)]
             b = {k: v.to(self.device) for k, v in collate(items).items()}
-            return self.net(*net_inputs(b)).float().cpu().tolist()
+            with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=bf16):
+                return self.net(*net_inputs(b)).float().cpu().tolist()
 
-        preds = np.asarray(run_length_batched([len(m) + len(o) for m, o in enc], run, max_tokens=self.max_tokens,
+        lengths = [len(p[0]) for p in pairs] if pairs is not None else [len(m) + len(o) for m, o in enc]
+        preds = np.asarray(run_length_batched(lengths, run, max_tokens=self.max_tokens,
                                               max_batch=batch_size, progress=progress, desc="RatPred"))
         if self.rounded:
             p = self.predict_cfg

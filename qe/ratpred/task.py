@@ -49,10 +49,11 @@ from qe.data.datasets import load_dataset
 from qe.data.record import dumps
 from qe.export import MANIFEST
 from qe.ratpred import format as fmt
-from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, make_loader, make_parts,
-                             real_instances, reference_pool)
+from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, limit_refs_per_mr,
+                             make_loader, make_parts, real_instances, reference_pool)
 from qe.ratpred.model import RatPredNet, Vocab, correlations, net_inputs, round_clip
 from qe.ratpred.mr import delexicalise
+from qe.ratpred.synth import ERROR_TYPES
 from qe.training import QEModule, fit, instantiate_model, log_metrics, plain_config
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,14 @@ class RatPredModule(QEModule):
     ``finetune_sentence``: the sentence encoder is part of the network and trained with it, at learning rate
     ``sentence_lr`` (Adam; the rest keeps ``lr``); its weights, config and tokenizer go into the export, so the
     scorer needs nothing else. Costs a forward and backward pass of the encoder per text and step (no vector cache).
+
+    ``encoder=cross`` (issue 27 part 4): one encoder (``sentence_model``, fine-tuned at ``sentence_lr``) reads the
+    pair ``[CLS] MR [SEP] output [SEP]`` (:mod:`qe.ratpred.cross`); ``cross_pool`` (mean | cls) pools its last layer
+    for ``tanh_layers`` tanh layers of its width and the head (:mod:`qe.ratpred.model`). ``cross_delex``: whether the
+    pair is delexicalised - false (default) reads the entities and values themselves (the synthetic data is still
+    built on delexicalised outputs, ``protocol.delex``); ``pair_max_len``: the pair's window in sub-words (None: the
+    encoder's own). ``warmup_steps``: the learning rates rise linearly from 0 over that many optimizer steps at the
+    start of each stage (0: constant rates, as the paper's Adam).
     """
 
     export_kind = fmt.EXPORT_KIND
@@ -92,17 +101,21 @@ class RatPredModule(QEModule):
                  init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False,
                  vectors: str | None = None, freeze_vectors: bool = False, encoder: str = "gru",
                  sentence_model: str = "minilm", sent_dim: int = 0, finetune_sentence: bool = False,
-                 sentence_lr: float = 2e-5):
+                 sentence_lr: float = 2e-5, cross_pool: str = "mean", cross_delex: bool = False,
+                 pair_max_len: int | None = None, warmup_steps: int = 0):
         super().__init__()
         self.save_hyperparameters()
         lead = tail = 1
-        if finetune_sentence and encoder != "gru":
+        cross = encoder == "cross"
+        finetune_sentence = bool(finetune_sentence) or cross  # a cross-encoder is always trained
+        if finetune_sentence and encoder not in ("gru", "cross"):
             from qe.ratpred.sentvec import SentenceTokens
 
             tok = SentenceTokens.shared(str(sentence_model))
             lead, tail = tok.lead, tok.tail
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout, encoder=encoder,
-                              sent_dim=sent_dim, finetune_sentence=finetune_sentence, sent_lead=lead, sent_tail=tail)
+                              sent_dim=sent_dim, finetune_sentence=finetune_sentence, sent_lead=lead, sent_tail=tail,
+                              cross_pool=cross_pool, pair_max_len=pair_max_len)
         if finetune_sentence:
             from qe.ratpred.sentvec import load_sentence_model
 
@@ -125,8 +138,10 @@ class RatPredModule(QEModule):
         cfg = {k: h[k] for k in ("vocab_size", "embedding_dim", "hidden_size", "tanh_layers", "dropout")}
         if h.get("encoder", "gru") != "gru":  # a paper-model export keeps its manifest as before
             cfg.update(encoder=h.encoder, sent_dim=int(h.sent_dim))
-        if h.get("finetune_sentence"):
+        if self.net.finetune_sentence:
             cfg.update(finetune_sentence=True, sent_lead=self.net.sent_lead, sent_tail=self.net.sent_tail)
+        if self.net.cross:
+            cfg.update(cross_pool=self.net.cross_pool, pair_max_len=self.net.pair_max_len)
         return cfg
 
     def sentence_vectors(self):
@@ -135,6 +150,10 @@ class RatPredModule(QEModule):
         encoder."""
         if self.hparams.get("encoder", "gru") == "gru":
             return None
+        if self.net.cross:
+            from qe.ratpred.cross import PairTokens
+
+            return PairTokens.shared(str(self.hparams.sentence_model), self.net.pair_max_len)
         from qe.ratpred.sentvec import SentenceTokens, SentenceVectors
 
         if self.hparams.get("finetune_sentence"):
@@ -181,9 +200,15 @@ class RatPredModule(QEModule):
         enc_ids = {id(p) for p in enc.parameters()} if enc is not None else set()
         rest = [p for p in self.parameters() if p.requires_grad and id(p) not in enc_ids]
         if enc is None:
-            return torch.optim.Adam(rest, lr=self.hparams.lr)
-        return torch.optim.Adam([{"params": rest}, {"params": [p for p in enc.parameters() if p.requires_grad],
-                                                    "lr": float(self.hparams.sentence_lr)}], lr=self.hparams.lr)
+            opt = torch.optim.Adam(rest, lr=self.hparams.lr)
+        else:
+            opt = torch.optim.Adam([{"params": rest}, {"params": [p for p in enc.parameters() if p.requires_grad],
+                                                       "lr": float(self.hparams.sentence_lr)}], lr=self.hparams.lr)
+        warm = int(self.hparams.get("warmup_steps") or 0)
+        if warm <= 0:
+            return opt
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     def export(self, dest: str | Path, *, datamodule: Any = None, metrics: dict[str, Any] | None = None,
                cfg: DictConfig | None = None, vocab: Vocab | None = None, config: dict | None = None,
@@ -198,7 +223,7 @@ class RatPredModule(QEModule):
             extra["sentence_model"] = str(self.hparams.sentence_model)
         if cfg is not None:
             extra.setdefault("train", plain_config(cfg))
-        tokens = self.sentence_vectors() if self.hparams.get("finetune_sentence") else None
+        tokens = self.sentence_vectors() if self.net.sent_model is not None else None
         return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics,
                                sentence_tokens=tokens)
 
@@ -257,7 +282,13 @@ def build_module(model_cfg: Any, vocab: Vocab, ratings: list[float], proto: dict
     pretrained vectors when ``model.vectors`` is set."""
     supplied = dict(vocab_size=len(vocab), clip_lo=min(ratings), clip_hi=max(ratings),
                     init_bias=float(np.mean(ratings)), select_rounded=bool(proto.get("select_rounded", False)))
-    if str(model_cfg.get("encoder", "gru")) != "gru":
+    encoder = str(model_cfg.get("encoder", "gru"))
+    if encoder == "cross":
+        from qe.ratpred.cross import PairTokens
+
+        supplied["sent_dim"] = PairTokens.shared(str(model_cfg.get("sentence_model", "minilm")),
+                                                 model_cfg.get("pair_max_len")).dim
+    elif encoder != "gru":
         from qe.ratpred.sentvec import SentenceTokens, SentenceVectors
 
         name = str(model_cfg.get("sentence_model", "minilm"))
@@ -327,6 +358,19 @@ def _standalone_cfg(run_dir: Path) -> DictConfig:
                              "logger": None, "callbacks": None, "paths": {"output_dir": str(run_dir)}})
 
 
+def is_cross(model_cfg: Any) -> bool:
+    """Whether ``cfg.model`` is the cross-encoder (``model.encoder=cross``)."""
+    return str(model_cfg.get("encoder", "gru")) == "cross"
+
+
+def input_delex(model_cfg: Any, proto: dict) -> bool:
+    """Whether the network reads delexicalised MRs and outputs: ``model.cross_delex`` for the cross-encoder (default
+    false: it reads the entities), else ``protocol.delex``. The synthetic data always follows ``protocol.delex``."""
+    if is_cross(model_cfg):
+        return bool(model_cfg.get("cross_delex", False))
+    return bool(proto.get("delex", True))
+
+
 def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], model_cfg: Any, proto: dict,
               seed: int, cfg: DictConfig | None = None, run_dir: str | Path | None = None,
               resume: bool = True) -> tuple[RatPredModule, Vocab, dict]:
@@ -338,10 +382,13 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
     from safetensors.torch import load_file, save_file
 
     pl.seed_everything(seed, workers=True)
-    delex = bool(proto.get("delex", True))
+    delex = input_delex(model_cfg, proto)
     train_all = orig + extra
-    vocab = Vocab.build(d.mr_tokens + d.out_tokens
-                        for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
+    if is_cross(model_cfg):  # the cross-encoder reads sub-words only: an empty vocabulary (<pad>, <unk>)
+        vocab = Vocab([])
+    else:
+        vocab = Vocab.build(d.mr_tokens + d.out_tokens
+                            for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
     module = build_module(model_cfg, vocab, [i.rating for i in orig], proto)
     bs = int(module.hparams.batch_size)
     sent = module.sentence_vectors()
@@ -404,10 +451,16 @@ def predict(module: RatPredModule, vocab: Vocab, insts: list[Instance], delex: b
     module.eval()
     dev = next(module.parameters()).device
     out = []
-    for b in make_loader(insts, vocab, delex, batch_size, False, sent=module.sentence_vectors()):
+    loader = make_loader(insts, vocab, delex, batch_size, False, sent=module.sentence_vectors())
+    for b in loader:
         b = {k: v.to(dev) for k, v in b.items()}
         out.append(module(b).float().cpu())
     p = torch.cat(out).numpy() if out else np.zeros(0)
+    order = getattr(loader, "order", None)
+    if order is not None:  # length-sorted batches (cross-encoder): back to the instances' order
+        back = np.empty_like(p)
+        back[np.asarray(order, dtype=np.int64)] = p
+        p = back
     if rounded:
         c = module.predict_config()
         p = round_clip(p, c["round_to"], c["clip_lo"], c["clip_hi"])
@@ -464,7 +517,8 @@ def fold_labels(cfg: DictConfig, records) -> dict[int, str]:
 
 def target_records(cfg: DictConfig) -> list:
     """``protocol.target_data``: records of the target domain whose MRs and references (never outputs or ratings)
-    feed the ``target_refs`` synthetic source, e.g. ``{name: e2e, version: cleaned, split: dev}``."""
+    feed the ``target_refs`` synthetic source, e.g. ``{name: e2e, version: cleaned, split: dev}`` or ``{name: webnlg,
+    split: train}``; ``protocol.target_refs_per_mr``: the first k references of each target MR only."""
     spec = cfg.protocol.get("target_data")
     if not spec:
         return []
@@ -473,7 +527,7 @@ def target_records(cfg: DictConfig) -> list:
     recs = load_dataset(name, data_dir=cfg.paths.data_dir, **spec)
     if not any(r.refs for r in recs):
         raise ValueError(f"protocol.target_data={name}: its records carry no references (field 'refs')")
-    return recs
+    return limit_refs_per_mr(recs, cfg.protocol.get("target_refs_per_mr"))
 
 
 #: the numeric fields of a predictions row
@@ -634,7 +688,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             c = man["config"]
             path = fmt.save_export(Path(cfg.export_dir).expanduser(), net, vocab, c["model"], c["predict"],
                                    {k: v for k, v in c.items() if k not in ("model", "predict", "vocab_sha256")},
-                                   data=man.get("data"), metrics=man.get("metrics"))
+                                   data=man.get("data"), metrics=man.get("metrics"),
+                                   sentence_tokens=fmt.export_tokens(src, net))
             metrics["export_path"] = str(path)
             print(f"export written to: {path}")
     return metrics
@@ -643,10 +698,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub: Path, resume: bool,
              export: bool, n_records: int, target: list | None = None) -> tuple[dict, list[dict]]:
     """Train and test one (seed, fold) in its sub-run directory; returns its result entry and test predictions."""
-    delex = bool(proto.get("delex", True))
+    synth_delex = bool(proto.get("delex", True))
+    delex = input_delex(cfg.model, proto)  # what the network reads (the cross-encoder: model.cross_delex)
     orig, extra, counts = build_training_set(
         train, test, sources, target=str(d.target), max_errors=int(proto["max_errors"]),
-        seed=int(seed) * 1000 + fold, ref_pool=pool, delex=delex, target_data=target)
+        seed=int(seed) * 1000 + fold, ref_pool=pool, delex=synth_delex, target_data=target,
+        error_types=tuple(proto.get("error_types") or ERROR_TYPES), penalties=proto.get("error_penalties") or None)
     dev_i = real_instances(dev, str(d.target))  # checks MR present and rating a number, naming the record
     test_i = real_instances(test, str(d.target))
     module, vocab, info = train_one(orig, extra, dev_i, cfg.model, proto, int(seed), cfg, run_dir=sub, resume=resume)
@@ -673,7 +730,8 @@ def _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, 
                 run_dir=sub, hparams=False)
     if export:
         module.export(sub / "export", vocab=vocab, cfg=cfg,
-                      config={"delex": delex, "target": str(d.target), "setup": setup, "fold": fold, "seed": seed},
+                      config={"delex": delex, "synth_delex": synth_delex, "target": str(d.target), "setup": setup,
+                              "fold": fold, "seed": seed},
                       data={"name": str(d.dataset), "records": n_records, "train_instances": info["train_total"]},
                       metrics={f"test/{k}": v for k, v in m.items()} | {"val/corr": info["best_dev_corr"]})
     _write_jsonl(sub / "predictions.jsonl", rows)

