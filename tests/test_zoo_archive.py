@@ -301,6 +301,40 @@ def test_verify_says_bit_identical_equivalent_or_different(packed, tmp_path, cap
     assert json.loads(capsys.readouterr().out)["status"] == "bit-identical"
 
 
+def test_verify_against_the_published_fingerprint(packed, tmp_path, capsys, monkeypatch):
+    """`verify NAME --against published` reads qe/resources/fingerprints/NAME.json (the build docs report)."""
+    from qe.zoo import build as zb
+
+    src, arc = packed
+    models = tmp_path / "M"
+    assert qe_main(["zoo", "--models-dir", str(models), "install", str(arc)]) == 0
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr(zb, "_published_path", lambda name: shipped / f"{name}.json")
+    capsys.readouterr()
+    assert qe_main(["zoo", "--models-dir", str(models), "verify", "mylm", "--against", "published"]) == 1
+    assert "mylm: no published fingerprint" in capsys.readouterr().out
+    assert qe_main(["zoo", "fingerprint", str(src), "-o", str(shipped / "mylm.json")]) == 0
+    capsys.readouterr()
+    assert qe_main(["zoo", "--models-dir", str(models), "verify", "mylm", "--against", "published"]) == 0
+    assert capsys.readouterr().out.startswith("mylm: bit-identical to the published build (mylm.json")
+    _lm(models / "mylm", seed=7)  # a rebuild that is another model
+    assert qe_main(["zoo", "--models-dir", str(models), "verify", "mylm", "--against", "published"]) == 1
+    assert capsys.readouterr().out.startswith("mylm: different from the published build")
+
+
+def test_shipped_fingerprints_name_recipes_and_parse():
+    """Every published fingerprint is a zoo recipe's, of that recipe's kind, with probe scores."""
+    from qe.paths import resources_dir
+    from qe.zoo.build import RECIPES
+
+    for f in sorted((resources_dir() / "fingerprints").glob("*.json")):
+        assert f.stem in RECIPES, f"{f.name}: not a zoo recipe"
+        ident = fpm.identity_of_json(f)
+        assert ident.checksum and len(ident.checksum) == 64, f.name
+        assert fpm.has_scores(ident.fingerprint), f"{f.name}: no probe-set scores"
+
+
 def test_compare_equivalent_rescores_and_checks_validation_figures(tmp_path):
     a = _lm(tmp_path / "a")
     b = _trained_lm(tmp_path / "b", noise=1e-5)[0]

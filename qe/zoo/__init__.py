@@ -30,6 +30,8 @@ NAMES: dict[str, str] = {
     "ratpred-emnlp17-s6-plus": "paper-plus RatPred: mean of the GRU and MiniLM models, seeds 1 and 2, rounded (kind ensemble)",
     "slor-word-domain": "word LSTM LM (2x256) on SF train + E2E dev references, for SLOR on restaurant/hotel NLG (kind slor)",
     "slor-sp-domain": "SentencePiece (2k) LSTM LM (2x256) on SF train + E2E dev references, for WPSLOR (kind slor)",
+    "slor-sp-webnlg": "SentencePiece (4k) LSTM LM (2x256) on the WebNLG 2020 train references, for WPSLOR on "
+                      "RDF-to-text outputs (kind slor)",
     "slor-word-mixed": "word LSTM LM (2x256, adaptive softmax) on Brown + WikiText-2 + SF train / E2E dev references (kind slor)",
     "slor-sp-mixed": "SentencePiece (16k) LSTM LM (2x256, adaptive softmax) on the slor-word-mixed corpus, for WPSLOR (kind slor)",
     "ratpred-e2e": "RatPred for E2E: E2E dev refs + synthetic errors + EMNLP17 ratings, no E2E ratings (kind qe_gru)",
