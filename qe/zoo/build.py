@@ -244,8 +244,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
     # wider - chosen before any WebNLG rating was looked at, never changed after
     Recipe("slor-sp-webnlg", ("tokenizer=sp", "tokenizer.vocab_size=4000",
                               *(o.replace("data=lm_domain", "data=lm_webnlg") for o in _LM_DOMAIN)), _LM_DOMAIN_GPU,
-           cpu_budget="unmeasured: about 20-30 min estimated from slor-sp-domain (the same 3,200 steps, texts about "
-                      "1.3x as long)",
+           cpu_budget="about 15-20 min (1,051 s measured, 2-3 jobs sharing the 2-core CPU)",
            notes="reads the WebNLG 2020 train/dev XML only; the rated test outputs are never read"),
     # general + domain text with the cheaper exact output layer (issue 15 point 4)
     Recipe("slor-word-mixed", ("tokenizer=word", *_LM_MIXED, "model.adaptive_cutoffs=[2000,10000]"), _LM_GPU,
