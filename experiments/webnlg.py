@@ -5,7 +5,7 @@
     python -m experiments.webnlg outputs/evaluate/webnlg2020 > webnlg_tables.md
 
 Reads the evaluate run's CSVs (nothing is recomputed): ``correlations.csv`` (instance level, flatten over the 2,847
-outputs; system level over the 16 system means), ``confounds.csv`` (Spearman partial correlation controlling for
+outputs, Spearman and Pearson; system level over the 16 system means), ``confounds.csv`` (Spearman partial correlation controlling for
 output length in words) and ``human_ceiling.csv`` (agreement among the annotators of the *same* criterion: one
 annotator vs the mean of the others, and sqrt of the Spearman-Brown reliability of the mean rating, the highest
 correlation any metric can reach with that mean). Every metric the run scored appears; ``--order`` fixes the rows.
@@ -40,7 +40,8 @@ def tables(run: Path, order: list[str] | None = None) -> str:
     ceil = pd.read_csv(run / "human_ceiling.csv")
     inst = corr[(corr.level == "instance") & (corr.protocol == "none") & (corr.subset == "all")]
     syst = corr[(corr.level == "system") & (corr.protocol == "system means")]
-    metrics = list(dict.fromkeys(inst.metric))
+    # metrics with no defined correlation at all (e.g. GRUEN's coherence columns when no SOP model is given) are left out
+    metrics = [m for m in dict.fromkeys(inst.metric) if inst[inst.metric == m].r.notna().any()]
     if order:
         metrics = [m for m in order if m in metrics] + [m for m in metrics if m not in order]
 
@@ -74,6 +75,14 @@ def tables(run: Path, order: list[str] | None = None) -> str:
                + " | ".join(_f(ceiling("instance", c, "spearman", "one_vs_rest")) for c in CRITERIA) + " |")
     out.append("| *ceiling √R of the mean rating* | "
                + " | ".join(_f(ceiling("instance", c, "spearman", "ceiling")) for c in CRITERIA) + " |")
+
+    out += ["", f"**Instance level, Pearson r** over the {n_inst:,} outputs (flatten). † as above.", "", head, rule]
+    for m in metrics:
+        out.append(f"| {m} | " + " | ".join(_cell(*get(inst, m, c, "pearson")) for c in CRITERIA) + " |")
+    out.append("| *one annotator vs the others* | "
+               + " | ".join(_f(ceiling("instance", c, "pearson", "one_vs_rest")) for c in CRITERIA) + " |")
+    out.append("| *ceiling √R of the mean rating* | "
+               + " | ".join(_f(ceiling("instance", c, "pearson", "ceiling")) for c in CRITERIA) + " |")
 
     n_sys = int(syst.n.max()) if not syst.empty else 0
     out += ["", f"**System level**: Pearson r over the {n_sys} system means (Spearman in brackets). † as above.", "",

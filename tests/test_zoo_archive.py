@@ -537,7 +537,7 @@ def test_seed_override_and_spread_build(tmp_path, capsys):
     name the zoo command, the records keep the fingerprints, the summary gives mean ± sd."""
     from qe.zoo import build as zb
 
-    assert zb.with_seed(["a=1", "seed=42"], 7) == ["a=1", "seed=7"]
+    assert zb.with_seed(["a=1", "seed=42"], 7) == ["a=1", "++data.split_seed=42", "seed=7"]
     assert zb.with_seed(["protocol.seeds=[1]", "x=2"], 3) == ["protocol.seeds=[3]", "x=2"]
     assert zb.with_seed(["x=2"], 5) == ["x=2", "seed=5"]
     assert qe_main(["zoo", "--models-dir", str(tmp_path), "command", "ratpred-e2e", "--seed", "4"]) == 0
@@ -550,6 +550,7 @@ def test_seed_override_and_spread_build(tmp_path, capsys):
         root = tmp_path / ".spread" / "_tiny-slor" / f"seed-{s}"
         rec = json.loads((root / ".zoo" / "_tiny-slor.json").read_text())
         assert rec["seed"] == s and f"seed={s}" in rec["overrides"] and fpm.has_scores(rec["fingerprint"])
+        assert "++data.split_seed=42" in rec["overrides"]  # every seed validated on the named build's sentences
         card = (root / "_tiny-slor" / "README.md").read_text()
         assert card.startswith("# _tiny-slor: ") and f"`qe zoo build _tiny-slor --seed {s}`" in card
         assert "`sample`" in card and "MIT" in card  # the embedded sample corpus and its licence
@@ -558,3 +559,19 @@ def test_seed_override_and_spread_build(tmp_path, capsys):
     a, b = (tmp_path / ".spread" / "_tiny-slor" / f"seed-{s}" / "_tiny-slor" for s in (1, 2))
     assert qe_main(["zoo", "compare", str(a), str(b)]) == 1
     assert "different" in capsys.readouterr().out
+
+
+def test_split_seed_keeps_the_held_out_sentences_across_training_seeds():
+    """data.split_seed fixes the hold-out of data.val_fraction; without it the run's seed draws it (as before)."""
+    from omegaconf import OmegaConf
+
+    from qe.data.corpora import split_holdout, split_seed
+
+    sents = [f"sentence number {i} ." for i in range(400)]
+    held = {}
+    for seed, pinned in ((1, None), (2, None), (1, 42), (2, 42)):
+        cfg = OmegaConf.create({"seed": seed, "data": {"val_fraction": 0.1, "split_seed": pinned}})
+        held[seed, pinned] = split_holdout(sents, 0.1, seed=split_seed(cfg))[1]
+    assert held[1, 42] == held[2, 42] == split_holdout(sents, 0.1, seed=42)[1]
+    assert held[1, None] != held[2, None] and held[1, None] == split_holdout(sents, 0.1, seed=1)[1]
+    assert split_seed(OmegaConf.create({"seed": 3, "data": {}})) == 3

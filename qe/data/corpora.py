@@ -173,6 +173,15 @@ def load_corpus(specs: Iterable[dict[str, Any] | str], data_dir: str | Path | No
     return out
 
 
+def split_seed(cfg) -> int:
+    """The seed of the held-out split (``data.val_fraction``): ``data.split_seed`` when set, else the run's ``seed``.
+    A seed spread (``qe zoo spread``) pins ``data.split_seed`` to the recipe's seed, so every seed is validated on the
+    same sentences and only the training randomness varies."""
+    d = cfg.get("data") or {}
+    s = d.get("split_seed") if hasattr(d, "get") else None
+    return int(cfg.seed if s is None else s)
+
+
 def split_holdout(sentences: list[str], fraction: float, seed: int = 0) -> tuple[list[str], list[str]]:
     """Deterministic hold-out by hashing each sentence (stable across processes and runs)."""
     if fraction <= 0:

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 
 from qe.core.config import to_dict
-from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout
+from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, split_seed
 from qe.data.record import dumps
 from qe.gruen import format as fmt
 from qe.gruen.data import MLMDataModule, TextClassificationDataModule, load_documents, read_cola, sop_pairs
@@ -363,7 +363,7 @@ def build_mlm(cfg: DictConfig) -> TaskParts:
     d = cfg.data
     tok = _tokenizer(cfg.model.encoder)
     train_all = load_corpus(to_dict(d.train), cfg.paths.data_dir)
-    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=int(cfg.seed))
+    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=split_seed(cfg))
     val = load_corpus(to_dict(d.val), cfg.paths.data_dir) if d.get("val") else []
     val = _cap(val + held, d.get("max_val"))
     train = _cap(train, d.get("max_train"))

@@ -23,7 +23,7 @@ from omegaconf import DictConfig
 from torchmetrics import SumMetric
 
 from qe.core.config import to_dict
-from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout
+from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, split_seed
 from qe.lm import format as lm_format
 from qe.lm.data import LMDataModule
 from qe.lm.format import EXPORT_KIND, save as save_lm_export, unigram_logprobs  # noqa: F401  (old names, re-exported)
@@ -181,7 +181,7 @@ def _source_name(s) -> str:
 def build(cfg: DictConfig) -> TaskParts:
     d = cfg.data
     train_all = load_corpus(to_dict(d.train), cfg.paths.data_dir)
-    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=int(cfg.seed))
+    train, held = split_holdout(train_all, float(d.get("val_fraction", 0.0)), seed=split_seed(cfg))
     val = load_corpus(to_dict(d.val), cfg.paths.data_dir) if d.get("val") else []
     val = val + held
     test = load_corpus(to_dict(d.test), cfg.paths.data_dir) if d.get("test") else []

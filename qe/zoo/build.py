@@ -293,10 +293,13 @@ def _env(threads: int) -> dict[str, str]:
 
 def with_seed(overrides: list[str] | tuple[str, ...], seed: int) -> list[str]:
     """The overrides with every seed replaced by ``seed`` (``seed=``, RatPred's ``protocol.seeds=[...]``); a recipe
-    that names no seed gets ``seed=S``."""
+    that names no seed gets ``seed=S``. The recipe's own ``seed=X`` stays the seed of the held-out split
+    (``++data.split_seed=X``, :func:`qe.data.corpora.split_seed`): a spread varies the training, not the validation
+    sentences, so its figures compare with the named build's."""
     out, seen = [], False
     for o in overrides:
         if o.startswith("seed="):
+            out.append(f"++data.split_seed={o.split('=', 1)[1]}")
             o, seen = f"seed={seed}", True
         elif o.startswith("protocol.seeds="):
             o, seen = f"protocol.seeds=[{seed}]", True
