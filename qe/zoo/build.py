@@ -138,9 +138,8 @@ _RP_MINILM_GPU = ("trainer=gpu", "trainer.precision=32-true", "model.lr=1e-4", "
 # batches (each pass ends with the dev scoring that KeepBest selects on)
 _RPX_STEPS = 4000
 _RPX_PASS = 500
-_RPX_BUDGET = ("about 100-110 min, estimated, not a full build: 1.45 s per step of 32 pairs measured over 20 steps "
-               "at one thread on real-length pairs (benchmarks/ratpred_cross_speed.py; 2-3 other jobs on the 2-core "
-               "CPU), x 4,000 + 124 steps, + 10 dev passes of 5 s, + 72 s data and tokenisation: 6,020 s projected")
+_RPX_BUDGET = ("about 100-125 min (7,265 s measured for the full build, 2-4 jobs sharing the 2-core CPU; 1.45 s per "
+               "step of 32 pairs at one thread with 2-3 jobs beside it, benchmarks/ratpred_cross_speed.py)")
 
 RECIPES: dict[str, Recipe] = {r.name: r for r in [
     Recipe("slor-word-brown-wt2", ("tokenizer=word", *_LM), _LM_GPU,
