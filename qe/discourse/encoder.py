@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from qe.core.runtime import default_budget, pick_device, run_length_batched
+from qe.core.tokens import sequence_frame  # noqa: F401 - re-exported (used below and by callers)
 from qe.offline import encoder_path
 
 log = logging.getLogger(__name__)
@@ -68,19 +69,6 @@ def assign_to_windows(n: int, width: int, starts: list[int]) -> np.ndarray:
         best[pos[better]] = dist[better]
         owner[pos[better]] = w
     return owner
-
-
-def sequence_frame(tokenizer, config, name: str = "model") -> tuple[list[int], list[int], int]:
-    """(special ids before, special ids after one sequence, the model's maximum length in ids): the special tokens
-    are found by comparing a probe encoded with and without them (BERT-, RoBERTa- and ALBERT-style tokenizers)."""
-    bare = tokenizer("probe", add_special_tokens=False)["input_ids"]
-    full = tokenizer("probe", add_special_tokens=True)["input_ids"]
-    k = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), None)
-    if k is None:
-        raise ValueError(f"{name}: cannot locate a sequence inside its special tokens")
-    max_len = min(int(getattr(config, "max_position_embeddings", 512)),
-                  int(tokenizer.model_max_length) if tokenizer.model_max_length < 1e6 else 10**9)
-    return list(full[:k]), list(full[k + len(bare):]), max_len
 
 
 class ContextualEncoder:

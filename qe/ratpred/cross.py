@@ -69,7 +69,7 @@ class PairTokens:
     def __init__(self, model: str | Path = "minilm", max_len: int | None = None):
         from transformers import AutoConfig, AutoTokenizer
 
-        from qe.discourse.encoder import sequence_frame
+        from qe.core.tokens import sequence_frame
         from qe.offline import encoder_path
 
         self.model_name = str(model)

@@ -131,13 +131,7 @@ def entity_variants(text: str) -> list[list[str]]:
     words = bare.split()
     if len(words) > 1 and words[-1] in _GENERIC_HEADS:  # "german language" -> "german", "folk music" -> "folk"
         out.append(" ".join(words[:-1]))
-    seen, res = {" ".join(tokenize(text))}, []
-    for o in out:
-        t = tokenize(o)
-        if t and " ".join(t) not in seen:
-            seen.add(" ".join(t))
-            res.append(t)
-    return res
+    return _new_token_variants(text, out)
 
 
 def parse(mr: str, where: str = "<mr>", mr_format: str = "auto") -> list[tuple[str, list[tuple[str, str | None]]]]:
@@ -304,13 +298,7 @@ def value_variants(value: str) -> list[list[str]]:
                     f"{a} out of {_NUMBER_WORDS.get(b, b)}"]
     if value == "city centre":  # E2E's value; the outputs often spell it the American way
         out.append("city center")
-    seen, res = {tokenize(value) and " ".join(tokenize(value))}, []
-    for o in out:
-        t = tokenize(o)
-        if t and " ".join(t) not in seen:
-            seen.add(" ".join(t))
-            res.append(t)
-    return res
+    return _new_token_variants(value, out)
 
 
 def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
@@ -446,3 +434,14 @@ def relexicalise(tokens: list[str], values: dict[str, list[list[str]]]) -> list[
         else:
             out.append(t)
     return out
+
+
+def _new_token_variants(original: str, variants: list[str]) -> list[list[str]]:
+    """The tokenised ``variants``, each once, without the original's own tokenisation or empty ones."""
+    seen, res = {" ".join(tokenize(original))}, []
+    for o in variants:
+        t = tokenize(o)
+        if t and " ".join(t) not in seen:
+            seen.add(" ".join(t))
+            res.append(t)
+    return res

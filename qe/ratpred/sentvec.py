@@ -166,7 +166,7 @@ class SentenceTokens:
     def __init__(self, model: str | Path = "minilm"):
         from transformers import AutoConfig, AutoTokenizer
 
-        from qe.discourse.encoder import sequence_frame
+        from qe.core.tokens import sequence_frame
         from qe.offline import encoder_path
 
         self.model_name = str(model)
