@@ -3,7 +3,7 @@
     PYTHONPATH=. python benchmarks/gruen_throughput.py                      # CUDA when present, else CPU
     PYTHONPATH=. python benchmarks/gruen_throughput.py --n-pll 4000 --n-acc 50000 --precision bf16   # GPU
 
-Goals on one H100 (issue 3): PLL >= 5,000 sentences/s and acceptability >= 20,000 sentences/s at ~16 word
+Goals on one H100: PLL >= 5,000 sentences/s and acceptability >= 20,000 sentences/s at ~16 word
 pieces per sentence. Also times the naive PLL loop (one masked copy per forward pass, full-vocabulary logits)
 on a few sentences for comparison. The models are BertForMaskedLM / BertForSequenceClassification with
 ``BertConfig()`` defaults (12 layers, 768 hidden, 30,522 vocabulary) and random weights, saved to a temporary
@@ -50,7 +50,7 @@ def main() -> None:
     from qe.gruen.acceptability import AcceptabilityModel
     from qe.gruen.pll import MaskedLM
     from qe.core.runtime import pick_device
-    from qe.offline import encoder_path
+    from qe.core.offline import encoder_path
 
     dev = pick_device(a.device)
     gpu = dev.type == "cuda"

@@ -53,7 +53,7 @@ def random_exports(dest: Path, names: list[str]) -> dict[str, Path]:
     from qe.lm import format as lm_format
     from qe.lm.format import unigram_logprobs
     from qe.lm.model import LSTMLM
-    from qe.tokenization import WordTokenizer
+    from qe.core.tokenization import WordTokenizer
 
     sents = load_corpus([{"name": "sample"}], None)
     tok = WordTokenizer.train(sents)

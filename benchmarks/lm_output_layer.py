@@ -48,7 +48,7 @@ def model_options(name: str) -> dict:
 def data(args):
     from qe.data.corpora import load_corpus, split_holdout
     from qe.lm.data import LMDataModule
-    from qe.tokenization import load_tokenizer, train_tokenizer
+    from qe.core.tokenization import load_tokenizer, train_tokenizer
 
     d = load_yaml(REPO / "conf" / "data" / f"{args.data}.yaml")
     train_all = load_corpus(d["train"], args.data_dir)

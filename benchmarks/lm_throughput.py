@@ -77,7 +77,7 @@ def bench_scoring(args) -> dict:
     import qe
     from qe.lm import format as lm_format
     from qe.lm.model import LSTMLM
-    from qe.tokenization import SPECIALS, WordTokenizer
+    from qe.core.tokenization import SPECIALS, WordTokenizer
 
     # a word tokenizer whose vocabulary is w0..wN: sentences of random "words" map to real ids
     itos = list(SPECIALS) + [f"w{i}" for i in range(args.vocab - 4)]

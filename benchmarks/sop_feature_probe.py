@@ -55,7 +55,7 @@ def main(argv=None):
     from transformers import AutoModel, AutoTokenizer
 
     from qe.gruen.data import load_documents, sop_pairs
-    from qe.offline import encoder_path
+    from qe.core.offline import encoder_path
 
     docs = load_documents([{"name": "brown", "window": 5}, {"name": "wikitext2", "split": "valid"}], args.data_dir)
     random.Random(0).shuffle(docs)

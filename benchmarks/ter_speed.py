@@ -1,4 +1,4 @@
-"""Multi-reference TER: sacrebleu's implementation (the ``ter`` scorer before issue 17) against qe's fast one.
+"""Multi-reference TER: sacrebleu's implementation (the ``ter`` scorer before its speed-up) against qe's fast one.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/ter_speed.py [--before 300] [--after 0] [--out FILE]
 

@@ -1,4 +1,4 @@
-"""Kann, Rothe & Filippova (2018) on EMNLP17: the analysis behind docs/results.md ("Reference-based metrics and
+"""Kann, Rothe & Filippova (2018) on EMNLP17: the analysis behind docs/results/refmetrics.md ("Reference-based metrics and
 Kann's combinations").
 
     python -m experiments.kann2018 --lm exports/wp --out outputs/refmetrics_emnlp17.json

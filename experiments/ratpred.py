@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qe.ratpred.model import correlations
+from qe.core.predictions import correlations
 
 #: Table 3 metric rows -> the registered scorer (qe.refmetrics) that computes them
 METRICS = {"BLEU": "bleu-4", "METEOR": "meteor", "ROUGE-L": "rouge-l", "CIDEr": "cider-d"}
@@ -206,7 +206,7 @@ def seed_ensemble(runs: list[dict], round_to: float = 0.5, lo: float = 1.0, hi: 
     """Average the raw test predictions of all seeds per (fold, output), round + clip, score once.
 
     Only outputs predicted by every seed enter (a partial run would otherwise mix 1- and 2-seed means)."""
-    from qe.ratpred.model import round_clip
+    from qe.core.predictions import round_clip
 
     seeds = {x["seed"] for r in runs for x in r["predictions"]}
     by_item: dict = {}

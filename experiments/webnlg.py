@@ -1,4 +1,4 @@
-"""WebNLG 2020 (English, human evaluation of the challenge): the tables of docs/results.md ("WebNLG 2020").
+"""WebNLG 2020 (English, human evaluation of the challenge): the tables of docs/results/webnlg.md.
 
     qe evaluate dataset=webnlg2020 "scorer=[length]" "models=[bleu-4,chrf,meteor,bertscore,...]" \\
         output_dir=outputs/evaluate/webnlg2020

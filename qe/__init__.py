@@ -15,8 +15,8 @@ from qe.version import __version__
 from qe.registry import available_scorers, load, register_export_kind, register_scorer
 from qe.core.scorer import Scorer
 
-_SUBMODULES = {"core", "data", "discourse", "evaluation", "export", "gruen", "lm", "ratpred", "refmetrics",
-               "registry", "tokenization", "training", "errors", "paths", "offline", "text", "cli"}
+_SUBMODULES = {"core", "data", "discourse", "ensemble", "evaluation", "gruen", "lm", "ratpred", "refmetrics",
+               "registry", "training", "errors", "cli", "zoo"}
 
 
 def __getattr__(name: str):

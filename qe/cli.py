@@ -100,7 +100,7 @@ def _read_done(partial: Path, ids: set[str]) -> dict[str, dict]:
 
 def _dumps(row: dict) -> str:
     """One output line: strict JSON (NaN -> null, +-inf -> "inf"/"-inf" anywhere in the row; qe.data.record.dumps)."""
-    from qe.data.record import dumps
+    from qe.core.jsonio import dumps
 
     return dumps(row)
 
@@ -399,7 +399,7 @@ def _print_system_level(args, scorer, records, rows: list[dict], kw_all: dict) -
     table = system_table(scorer, records, rows, kw_all, args.bootstrap, args.seed)
     sig = f"{scorer.signature}|bs:{args.bootstrap}|seed:{args.seed}"
     if args.json:
-        from qe.data.record import json_safe
+        from qe.core.jsonio import json_safe
 
         print(json.dumps(json_safe({"metric": scorer.name, "signature": sig,
                                     "higher_is_better": scorer.higher_is_better, "systems": table}), indent=2))
@@ -520,7 +520,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         d["significant"] = None if i == 0 else bool(adjusted[i - 1] < args.alpha)
         rows.append(d)
     if args.json:
-        from qe.data.record import json_safe
+        from qe.core.jsonio import json_safe
 
         print(json.dumps(json_safe({"metric": scorer.name, "signature": sig, "test": test, "n_samples": n_samples,
                                     "seed": args.seed, "alpha": args.alpha, "correction": args.correction,
@@ -569,7 +569,7 @@ def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
 
 
 def _load_scorer(model: str, opts: dict[str, Any], device: str | None = None):
-    from qe.core.runtime import load_on_device
+    from qe.registry import load_on_device
     from qe.errors import ExportError
 
     try:

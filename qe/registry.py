@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from qe.core.tokenization import TOKENIZER_FILE
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -138,32 +140,40 @@ EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
 }
 
 
-#: export kind -> files its export always has (relative paths). Checked before the loader runs, so a manifest whose
-#: ``kind`` disagrees with the files fails with a message naming the missing file and the kind the files look like.
-EXPORT_FILES: dict[str, tuple[str, ...]] = {
-    "slor": ("model.safetensors", "unigram.safetensors", "tokenizer.json"),
-    "qe_gru": ("model.safetensors", "vocab.json"),
-    "acceptability": ("hf/config.json",),
-    "mlm": ("hf/config.json",),
-    "sop": ("hf/config.json",),
-    "gruen": ("README.txt",),
-    "svr": ("svr.safetensors",),
-    "ensemble": ("ensemble.json",),
+#: export kind -> ``{role: relative path}`` of the files its export always has. The one declaration of those names:
+#: each kind's ``format`` module writes by them (``qe.lm.format.MODEL_FILE = EXPORT_FILES["slor"]["model"]``), and
+#: loading checks them before the loader runs, so a manifest whose ``kind`` disagrees with the files fails with a
+#: message naming the missing file and the kind the files look like.
+_HF = {"hf": "hf", "hf_config": "hf/config.json"}
+EXPORT_FILES: dict[str, dict[str, str]] = {
+    "slor": {"model": "model.safetensors", "unigram": "unigram.safetensors", "tokenizer": TOKENIZER_FILE},
+    "qe_gru": {"model": "model.safetensors", "vocab": "vocab.json"},
+    "acceptability": dict(_HF),
+    "mlm": dict(_HF),
+    "sop": dict(_HF),
+    "gruen": {"readme": "README.txt"},
+    "svr": {"weights": "svr.safetensors"},
+    "ensemble": {"spec": "ensemble.json"},
 }
+
+
+def required_files(kind: str) -> tuple[str, ...]:
+    """The files (not folders) an export of ``kind`` always has, as :func:`check_export_files` checks them."""
+    return tuple(f for role, f in EXPORT_FILES.get(kind, {}).items() if role != "hf")
 
 
 def check_export_files(path: Path, kind: str) -> None:
     """Raise :class:`qe.errors.ExportError` when ``path`` lacks a file that exports of ``kind`` always have."""
     from qe.errors import ExportError
 
-    own = EXPORT_FILES.get(kind, ())
+    own = required_files(kind)
     missing = [f for f in own if not (path / f).is_file()]
-    matches = {k: len(files) for k, files in EXPORT_FILES.items()
-               if k != kind and files and all((path / f).is_file() for f in files)}
+    matches = {k: len(required_files(k)) for k in EXPORT_FILES
+               if k != kind and required_files(k) and all((path / f).is_file() for f in required_files(k))}
     looks = sorted(k for k, n in matches.items() if n == max(matches.values())) if matches else []
     if not missing:
         # every file of the claimed kind is there, but the files of a more specific kind are too
-        looks = [k for k in looks if len(EXPORT_FILES[k]) > len(own) and set(own) < set(EXPORT_FILES[k]) | set(own)]
+        looks = [k for k in looks if len(required_files(k)) > len(own) and set(own) < set(required_files(k)) | set(own)]
         if not looks:
             return
         raise ExportError(f"{path}: the manifest says kind {kind!r}, but the files are those of a "
@@ -235,7 +245,7 @@ def load(name_or_path: str | Path, **options: Any):
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
-    from qe.export import MANIFEST, read_manifest
+    from qe.core.export import MANIFEST, read_manifest
     from qe.zoo.archive import fetch_export, is_archive
 
     if is_archive(name_or_path):
@@ -269,5 +279,20 @@ def load(name_or_path: str | Path, **options: Any):
     )
 
 
-__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "register_scorer", "register_export_kind", "register_into", "available_scorers",
-           "export_kinds", "describe", "load", "resolve_target"]
+def load_on_device(model: Any, device: str | None = None, /, **options: Any):
+    """``qe.load(model, device=device, **options)``; a scorer that runs no model (length, BLEU, ROUGE: its
+    constructor takes no ``device``) is loaded without it, since there is nothing to place on a device. A device
+    given through ``options`` is passed as is."""
+    if not device or "device" in options:
+        return load(model, **options)
+    try:
+        return load(model, device=device, **options)
+    except TypeError as exc:
+        text = str(exc)
+        if "device" not in text and "takes no arguments" not in text:
+            raise
+    return load(model, **options)
+
+
+__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "EXPORT_FILES", "required_files", "register_scorer", "register_export_kind", "register_into", "available_scorers",
+           "export_kinds", "describe", "load", "load_on_device", "resolve_target"]

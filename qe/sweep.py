@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 
 log = logging.getLogger(__name__)
 

@@ -110,7 +110,7 @@ class RNGState(pl.Callback):
     # and after the training data-loader iterator was created. In the uninterrupted run that iterator is created
     # after the checkpoint was written, and creating it draws one seed from torch's generator (torch.utils.data's
     # shared-seed draw, also with num_workers=0); the resumed run replays that draw after restoring.
-    # tests/test_resume.py checks the outcome: equal metrics and weights.
+    # tests/training/test_resume.py checks the outcome: equal metrics and weights.
 
     def __init__(self) -> None:
         self._pending: dict[str, Any] | None = None

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - rouge-score is a dependency
 
 
 def shared_data_dir() -> Path | None:
-    from qe.paths import resolve_data_dir
+    from qe.core.paths import resolve_data_dir
 
     d = resolve_data_dir(None)
     return d if (d / "emnlp17").is_dir() else None
@@ -75,7 +75,7 @@ def make_lm_export(dest: Path, corpus: list[str], size: int = 8, layers: int = 1
 
     from qe.lm.format import save, unigram_logprobs
     from qe.lm.model import LSTMLM
-    from qe.tokenization import WordTokenizer
+    from qe.core.tokenization import WordTokenizer
 
     tok = WordTokenizer.train(corpus, max_size=100)
     torch.manual_seed(seed)

@@ -137,19 +137,3 @@ def run_length_batched(
 __all__ = ["pick_device", "default_budget", "token_budget_batches", "length_sorted_batches", "run_length_batched",
            "Progress", "DEFAULT_BUDGET"]
 
-
-def load_on_device(model: Any, device: str | None = None, /, **options: Any):
-    """``qe.load(model, device=device, **options)``; a scorer that runs no model (length, BLEU, ROUGE: its
-    constructor takes no ``device``) is loaded without it, since there is nothing to place on a device. A device
-    given through ``options`` is passed as is."""
-    import qe
-
-    if not device or "device" in options:
-        return qe.load(model, **options)
-    try:
-        return qe.load(model, device=device, **options)
-    except TypeError as exc:
-        text = str(exc)
-        if "device" not in text and "takes no arguments" not in text:
-            raise
-    return qe.load(model, **options)

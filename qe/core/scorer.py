@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from qe.core.inputs import check_texts, normalise_refs  # noqa: F401  (re-exported)
+from qe.core.signature import Signature, library_versions
 from qe.errors import MissingInputError
 
 
@@ -37,6 +38,8 @@ class Scorer(abc.ABC):
     #: the key of :meth:`score_components` whose values :meth:`score` returns (None: the component named like the
     #: scorer, else the first); ``qe score --components`` writes it as the record's ``score``
     main_component: str | None = None
+    #: the libraries whose versions change the numbers (import names), named in the signature after ``qe``
+    signature_libraries: tuple[str, ...] = ()
 
     def score(
         self,
@@ -78,12 +81,16 @@ class Scorer(abc.ABC):
     def _score(self, outputs: list[str], *, mrs, refs, batch_size, progress, **kwargs) -> list[float]:
         ...
 
-    @property
-    def signature(self) -> str:
-        """Short string naming what produced the numbers; subclasses add their options."""
-        from qe.version import __version__
+    def signature_fields(self) -> dict[str, Any]:
+        """The options that change this scorer's numbers, in the order its signature names them (``None`` values are
+        left out). Subclasses declare theirs here; :attr:`signature` formats them."""
+        return {}
 
-        return f"{self.name}|qe:{__version__}"
+    @property
+    def signature(self) -> Signature:
+        """What produced the numbers (:class:`~qe.core.signature.Signature`, a ``str``): the scorer's name, its
+        :meth:`signature_fields` and the versions of ``qe`` and :attr:`signature_libraries`."""
+        return Signature(self.name, self.signature_fields(), library_versions(self.signature_libraries))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.signature}>"

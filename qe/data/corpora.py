@@ -17,7 +17,7 @@ Sources (each a mapping, as in ``conf/data/*.yaml``):
 * ``{name: txt, path: FILE_OR_DIR}`` — any .txt file or folder of .txt files, one sentence per line
   (``split_sentences: true`` splits lines with pysbd instead).
 
-Sentences come back as raw strings; the tokenizer (``qe.tokenization``) normalises and tokenises them.
+Sentences come back as raw strings; the tokenizer (``qe.core.tokenization``) normalises and tokenises them.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from qe.paths import require, resolve_data_dir, resources_dir
+from qe.core.paths import require, resolve_data_dir, resources_dir
 
 # A literal WikiText unknown-word marker; the tokenizer maps it to the vocabulary's unknown symbol.
 WIKITEXT_UNK = "<unk>"

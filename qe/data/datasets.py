@@ -2,7 +2,7 @@
 
 ``load_dataset(name_or_path)``: a registered name (``sample``, ``emnlp17``, ...) or a path to a .jsonl / .csv /
 .txt file. Converters for public datasets read the original files from the data directory
-(:mod:`qe.paths`); ``data/<name>.yaml`` names each file's source, checksum and license.
+(:mod:`qe.core.paths`); ``data/<name>.yaml`` names each file's source, checksum and license.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Callable
 
 from qe.data.record import Record, _check_unique, load_records, read_csv_rows, read_text, record_from_dict
 from qe.errors import RecordError
-from qe.paths import require, resolve_data_dir, resources_dir
+from qe.core.paths import require, resolve_data_dir, resources_dir
 
 #: dataset name -> converter ``fn(data_dir=None, **options) -> list[Record]``, as "module:attr" (imported on use):
 #: one explicit table, no registration by import side effects

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from qe.data.record import Record, _check_unique, read_csv_rows, read_text, record_from_dict
 from qe.errors import RecordError
-from qe.paths import require, resolve_data_dir
+from qe.core.paths import require, resolve_data_dir
 
 FILES = {
     ("cleaned", "dev"): "e2e/devel-fixed.no-ol.csv",

@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 
 from qe.errors import QEError
-from qe.export import sha256_file
-from qe.paths import resolve_data_dir
+from qe.core.export import sha256_file
+from qe.core.paths import resolve_data_dir
 
 
 class DatasetError(QEError, LookupError):
@@ -28,7 +28,7 @@ def recipes_dir() -> Path:
     env = os.environ.get("QE_RECIPES_DIR")
     if env:
         return Path(env)
-    from qe.paths import resources_dir
+    from qe.core.paths import resources_dir
 
     return resources_dir() / "datasets"
 

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from qe.core.jsonio import NEG_INF, POS_INF, dumps, json_safe  # noqa: F401  (re-exported)
 from qe.errors import RecordError
 
 log = logging.getLogger("qe.data")
@@ -369,41 +370,6 @@ def load_records(path: str | Path, fmt: str | None = None) -> list[Record]:
             raise ValueError(f"{p}: unknown format {suf!r}; use .jsonl, .json, .csv or .txt")
         fmt = _SUFFIX_FORMAT[suf]
     return parse_records(read_text(p), fmt, str(p), stem=p.stem)
-
-
-# ------------------------------------------------------------------------------------------- strict JSON out
-#: how +-inf is written in every output (JSON has no infinity; NaN, "no value", is written as null)
-POS_INF, NEG_INF = "inf", "-inf"
-
-
-def json_safe(obj: Any) -> Any:
-    """``obj`` with every float NaN replaced by None and +-inf by ``"inf"`` / ``"-inf"``, at any depth (dicts,
-    lists, tuples; numpy scalars and arrays become Python numbers and lists), so that ``json.dumps(...,
-    allow_nan=False)`` accepts it and strict parsers (``jq``, JavaScript) read the result."""
-    if isinstance(obj, bool) or obj is None or isinstance(obj, (str, int)):
-        return obj
-    if isinstance(obj, float):
-        if math.isnan(obj):
-            return None
-        if math.isinf(obj):
-            return POS_INF if obj > 0 else NEG_INF
-        return obj
-    if isinstance(obj, dict):
-        return {str(k) if not isinstance(k, str) else k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    tolist = getattr(obj, "tolist", None)  # numpy scalars / arrays, torch tensors
-    if callable(tolist):
-        return json_safe(tolist())
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
-def dumps(obj: Any, **kwargs: Any) -> str:
-    """Strict JSON text of ``obj`` (see :func:`json_safe`); non-ASCII kept as is."""
-    kwargs.setdefault("ensure_ascii", False)
-    return json.dumps(json_safe(obj), allow_nan=False, **kwargs)
 
 
 def save_records(records: Iterable[Record], path: str | Path) -> Path:

@@ -44,8 +44,9 @@ from pathlib import Path
 
 from qe.data.datasets import emnlp17
 from qe.data.record import Record, dumps
+from qe.core.mr import parse_mr  # noqa: F401  (re-exported)
 from qe.errors import RecordError
-from qe.paths import require, resolve_data_dir
+from qe.core.paths import require, resolve_data_dir
 
 SF_DOMAINS = {"SFHOT": "hotel", "SFRES": "restaurant"}
 SF_SPLITS = ("train", "valid", "test")
@@ -65,59 +66,6 @@ class RefInstance:
     @property
     def key(self) -> tuple:
         return mr_key(self.mr, self.dataset)
-
-
-# ---------------------------------------------------------------------------------------------------- MR parsing
-_MR_RE = re.compile(r"^\s*\??\s*([A-Za-z_]+)\s*\((.*)\)\s*$", re.S)
-
-
-def parse_mr(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | None]]]:
-    """Parse ``act(slot=value, slot='value'; slot)`` (``,`` or ``;`` separated, quotes optional).
-
-    Returns ``(act, [(slot, value or None), ...])`` with quotes removed; raises RecordError naming ``where``.
-    Hand-written (a 30-line scanner) because the DA notations here are ad-hoc and no field library parses them.
-    """
-    if not isinstance(mr, str):
-        raise RecordError(f"{where}: MR must be a string, got {type(mr).__name__}")
-    m = _MR_RE.match(mr)
-    if not m:
-        raise RecordError(f"{where}: cannot parse MR {mr!r} (expected 'act(slot=value,...)')")
-    act, body = m.group(1).lower(), m.group(2)
-    slots: list[tuple[str, str | None]] = []
-    i, n = 0, len(body)
-    while i < n:
-        while i < n and body[i] in " ,;":
-            i += 1
-        if i >= n:
-            break
-        j = i
-        while j < n and body[j] not in "=,;":
-            j += 1
-        name = body[i:j].strip()
-        if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):
-            raise RecordError(f"{where}: bad slot name {name!r} in MR {mr!r}")
-        value: str | None = None
-        if j < n and body[j] == "=":
-            j += 1
-            while j < n and body[j] == " ":
-                j += 1
-            if j < n and body[j] in "'\"":
-                q = body[j]
-                k = body.find(q, j + 1)
-                if k < 0:
-                    raise RecordError(f"{where}: unterminated quote in MR {mr!r}")
-                value = body[j + 1:k]
-                j = k + 1
-            else:
-                k = j
-                while k < n and body[k] not in ",;":
-                    k += 1
-                # stray quotes occur in the source data (``goodformeal=dinner')``): strip them
-                value = body[j:k].strip().strip("'\"")
-                j = k
-        slots.append((name, value))
-        i = j
-    return act, slots
 
 
 _ADDR_ABBREV = {"street": "st", "avenue": "ave", "boulevard": "blvd", "drive": "dr", "road": "rd",

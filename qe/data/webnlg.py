@@ -56,9 +56,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qe.core.mr import Triple, _pipe_triple, _snippet, parse_triples  # noqa: F401  (re-exported)
 from qe.data.record import Record, _check_unique, read_text, record_from_dict
 from qe.errors import RecordError
-from qe.paths import require, resolve_data_dir
+from qe.core.paths import require, resolve_data_dir
 
 DIR = "webnlg2020"
 HUMAN_FILE = f"{DIR}/human_en.jsonl"
@@ -66,73 +67,6 @@ SPLIT_FILES = {"train": f"{DIR}/train.tar.xz", "dev": f"{DIR}/dev.tar.xz"}
 CRITERIA = ("correctness", "data_coverage", "fluency", "relevance", "text_structure")
 REFERENCE_SYSTEM = "WebNLG-2020-reference"
 DATASET = "WebNLG2020"
-
-Triple = tuple[str, str, str]
-
-# ---------------------------------------------------------------------------------------------- triples
-_SHAPE = "[[subject, property, object], ...] (JSON) or 'subject | property | object' lines (or ';'-separated)"
-
-
-def _snippet(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
-
-
-def _pipe_triple(piece: str) -> Triple | None:
-    parts = [p.strip() for p in piece.split("|")]
-    if len(parts) != 3 or not all(parts):
-        return None
-    return parts[0], parts[1], parts[2]
-
-
-def parse_triples(text: str, where: str = "<mr>") -> list[Triple]:
-    """RDF triples from an MR string: JSON ``[["s", "p", "o"], ...]`` or WebNLG's ``s | p | o`` notation, one triple
-    per line or several separated by ``;``.
-
-    JSON is recognised by a leading ``[``; every item must be a list of three non-empty strings. In the ``|``
-    notation a ``;`` separates triples only where every piece it makes is a triple, so ``a | b | x; y`` is one
-    triple with the object ``x; y``; a value holding ``|`` needs the JSON form. Whitespace around each part is
-    stripped; values are kept as written (underscores, quotes, ``@en`` tags). Errors are :class:`RecordError`, one
-    line naming ``where`` (file:line, record id and field), the triple and what was expected.
-    """
-    if not isinstance(text, str):
-        raise RecordError(f"{where}: triples must be a string, got {type(text).__name__}")
-    s = text.strip()
-    if not s:
-        raise RecordError(f"{where}: no triples (empty MR); expected {_SHAPE}")
-    if s.startswith("["):
-        try:
-            data = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{where}: not valid JSON triples ({exc.msg} at column {exc.colno}); "
-                              f"expected {_SHAPE}") from None
-        if not isinstance(data, list) or not data:
-            raise RecordError(f"{where}: expected a non-empty JSON list of triples [[subject, property, object], ...]")
-        out: list[Triple] = []
-        for k, t in enumerate(data, 1):
-            if not (isinstance(t, list) and len(t) == 3):
-                raise RecordError(f"{where}: triple {k} is {_snippet(json.dumps(t, ensure_ascii=False))}, "
-                                  "expected [subject, property, object]")
-            for part, v in zip(("subject", "property", "object"), t):
-                if not isinstance(v, str) or not v.strip():
-                    raise RecordError(f"{where}: triple {k}: {part} must be a non-empty string, got {v!r:.60}")
-            out.append((t[0].strip(), t[1].strip(), t[2].strip()))
-        return out
-    out = []
-    for line in s.splitlines():
-        if not line.strip():
-            continue
-        pieces = [p for p in line.split(";") if p.strip()]
-        parsed = [_pipe_triple(p) for p in pieces]
-        if len(pieces) > 1 and all(parsed):
-            out.extend(parsed)  # type: ignore[arg-type]
-            continue
-        whole = _pipe_triple(line)
-        if whole is None:
-            bad = next((p for p, t in zip(pieces, parsed) if t is None), line) if len(pieces) > 1 else line
-            raise RecordError(f"{where}: triple {len(out) + 1}: expected 'subject | property | object' "
-                              f"(three non-empty parts), found {_snippet(bad.strip())}")
-        out.append(whole)
-    return out
 
 
 def triples_mr(triples) -> str:

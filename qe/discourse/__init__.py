@@ -1,7 +1,7 @@
 """DiscoScore (Zhao, Strube & Eger 2023) and the discourse metrics it is compared with.
 
 * :mod:`qe.discourse.foci` - sentence splitting, spaCy nouns (NOUN/PROPN lemmas), semantic entities;
-* :mod:`qe.discourse.encoder` - contextual sub-word embeddings from any HF encoder, sliding windows;
+* :mod:`qe.core.encoder` - contextual sub-word embeddings from any HF encoder, sliding windows;
 * :mod:`qe.discourse.engine` - shared parsing/encoding with caches;
 * :mod:`qe.discourse.metrics` - the equations (adjacency, DS-Focus, DS-Sent, RC/LC, graphs, chains,
   discourse features, discriminativeness D);

@@ -114,7 +114,7 @@ class DiscourseEngine:
     @property
     def nlp(self):
         if self._nlp is None:
-            from qe.offline import load_spacy
+            from qe.core.offline import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
         return self._nlp
@@ -128,7 +128,7 @@ class DiscourseEngine:
     @property
     def encoder(self):
         if self._encoder is None:
-            from qe.discourse.encoder import ContextualEncoder
+            from qe.core.encoder import ContextualEncoder
 
             self._encoder = ContextualEncoder(self.model, **self._enc_kw)
         return self._encoder
@@ -166,12 +166,10 @@ class DiscourseEngine:
             self._groups.put(key, g)
         return g
 
-    def signature(self, with_encoder: bool = True) -> str:
-        import spacy
-
-        parts = [f"spacy:{self.spacy_model}@{spacy.__version__}", f"split:{self.splitter}",
-                 f"lower:{int(self.lowercase)}"]
+    def signature_fields(self, with_encoder: bool = True) -> dict:
+        """The engine's part of a discourse scorer's signature (the encoder only when the scorer uses it)."""
+        fields = {}
         if with_encoder:
             lay = self._enc_kw.get("layer")
-            parts.insert(0, f"enc:{self.model}|layer:{'last' if lay is None else lay}|subword:{self.subword}")
-        return "|".join(parts)
+            fields = {"enc": self.model, "layer": "last" if lay is None else lay, "subword": self.subword}
+        return {**fields, "spacy_model": self.spacy_model, "split": self.splitter, "lower": int(self.lowercase)}

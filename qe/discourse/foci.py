@@ -1,9 +1,9 @@
 """Foci: nouns and semantic entities (Zhao, Strube & Eger 2023, Sec. 3 "Choice of Focus").
 
 Parsing
-    A text is split into sentences with :func:`qe.text.split_sentences` (pysbd by default), the sentences are
+    A text is split into sentences with :func:`qe.core.text.split_sentences` (pysbd by default), the sentences are
     re-joined with single spaces (so sentence and token boundaries coincide), and the result is run through a
-    spaCy pipeline (:func:`qe.offline.load_spacy`, ``en_core_web_md`` by default). Every spaCy token that is not
+    spaCy pipeline (:func:`qe.core.offline.load_spacy`, ``en_core_web_md`` by default). Every spaCy token that is not
     whitespace is a *word*; a word whose coarse POS is ``NOUN`` or ``PROPN`` is a *noun*, identified by its
     lemma, lower-cased (so "Berlin" and "berlin" are one focus).
 
@@ -68,7 +68,7 @@ class ParsedText:
 
 def parse_texts(texts: list[str], nlp, splitter: str = "pysbd", lowercase: bool = False,
                 batch_size: int = 64) -> list[ParsedText]:
-    from qe.text import split_sentences
+    from qe.core.text import split_sentences
 
     prepared = []
     for t in texts:

@@ -85,21 +85,22 @@ class DiscourseScorer(Scorer):
             raise TypeError(f"pass engine options {sorted(eng_kw)} to the shared DiscourseEngine, not the scorer")
         self.engine = engine or DiscourseEngine(**eng_kw)
 
-    def _options(self) -> str:
-        return ""
+    def _options(self) -> dict:
+        """The scorer's own options, before the engine's, in its signature."""
+        return {}
+
+    def signature_fields(self) -> dict:
+        return {**self._options(), **self.engine.signature_fields(self.uses_encoder)}
+
+    def _entity_options(self) -> dict:
+        """Threshold, matching and vectors of the entity foci (nothing for noun foci)."""
+        if getattr(self, "focus", None) != "entity":
+            return {}
+        return {"thr": self.threshold, "match": self.entity_matching, "vec": self.engine.vectors_source}
 
     @property
-    def signature(self) -> str:
-        from qe.version import __version__
-
-        extra = []
-        if self.uses_encoder:
-            import transformers
-
-            extra.append(f"transformers:{transformers.__version__}")
-        opts = self._options()
-        return "|".join(p for p in [self.name, opts, self.engine.signature(self.uses_encoder), *extra,
-                                    f"qe:{__version__}"] if p)
+    def signature_libraries(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("spacy", "transformers", "torch") if self.uses_encoder else ("spacy",)
 
     # helpers
     def _foci(self, parsed: ParsedText, focus: str, threshold: float, other: ParsedText | None = None,
@@ -194,11 +195,9 @@ class DSFocusScorer(DiscourseScorer):
         star = "*" if average == "f" else ""
         self.name = f"DS-Focus{star} ({'NN' if self.focus == 'nn' else 'Entity'})"
 
-    def _options(self) -> str:
-        ent = f"|thr:{self.threshold}|match:{self.entity_matching}|vec:{self.engine.vectors_source}" \
-            if self.focus == "entity" else ""
-        return (f"focus:{self.focus}{ent}|dist:{self.distance}|avg:{self.average}|norm:{int(self.normalize)}"
-                f"|refs:{self.multi_ref}|nocommon:{self.no_common_foci}")
+    def _options(self) -> dict:
+        return {"focus": self.focus, **self._entity_options(), "dist": self.distance, "avg": self.average,
+                "norm": int(self.normalize), "refs": self.multi_ref, "nocommon": self.no_common_foci}
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw) -> list[float]:
         parsed, emb = self._parse_and_embed(outputs, refs, progress, batch_size)
@@ -255,10 +254,9 @@ class DSSentScorer(DiscourseScorer):
         self.multi_ref, self.entity_matching = multi_ref, entity_matching
         self.name = f"DS-Sent-{'w' if self.weighted else 'u'} ({'NN' if self.focus == 'nn' else 'Entity'})"
 
-    def _options(self) -> str:
-        ent = f"|thr:{self.threshold}|match:{self.entity_matching}|vec:{self.engine.vectors_source}" \
-            if self.focus == "entity" else ""
-        return f"focus:{self.focus}{ent}|adj:{'w' if self.weighted else 'u'}|norm:{int(self.normalize)}|refs:{self.multi_ref}"
+    def _options(self) -> dict:
+        return {"focus": self.focus, **self._entity_options(), "adj": "w" if self.weighted else "u",
+                "norm": int(self.normalize), "refs": self.multi_ref}
 
     def adjacency(self, parsed: ParsedText, other: ParsedText | None = None) -> np.ndarray:
         foci = self._foci(parsed, self.focus, self.threshold, other, self.entity_matching)
@@ -317,10 +315,10 @@ class DiscoScoreScorer(DiscourseScorer):
         ]
         self.main_component = self.variants[0].name  # score() is DS-Focus (NN)
 
-    def _options(self) -> str:
-        sent = f"|sent_enc:{self.sent_engine.model}" if self.sent_engine is not self.engine else ""
-        return (f"focus_thr:{self.variants[1].threshold}|sent_thr:{self.variants[5].threshold}{sent}"
-                f"|nocommon:{self.variants[0].no_common_foci}")
+    def _options(self) -> dict:
+        return {"focus_thr": self.variants[1].threshold, "sent_thr": self.variants[5].threshold,
+                "sent_enc": self.sent_engine.model if self.sent_engine is not self.engine else None,
+                "nocommon": self.variants[0].no_common_foci}
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw):
         return self.variants[0]._score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress)
@@ -385,10 +383,10 @@ class GraphCoherenceScorer(DiscourseScorer):
             raise ValueError("weighted=True is defined for the Entity Graph only")
         self.name = "Lexical Graph" if self.lexical else "Entity Graph"
 
-    def _options(self) -> str:
+    def _options(self) -> dict:
         if self.lexical:
-            return f"thr:{self.threshold}|vec:{self.engine.vectors_source}"
-        return f"adj:{'w' if self.weighted else 'u'}"
+            return {"thr": self.threshold, "vec": self.engine.vectors_source}
+        return {"adj": "w" if self.weighted else "u"}
 
     def adjacency(self, p: ParsedText) -> np.ndarray:
         if self.lexical:
@@ -423,8 +421,8 @@ class LexicalChainScorer(DiscourseScorer):
             raise ValueError(f"multi_ref={multi_ref!r}: choose one of {MULTI_REF}")
         self.average, self.multi_ref = average, multi_ref
 
-    def _options(self) -> str:
-        return f"avg:{self.average}|refs:{self.multi_ref}"
+    def _options(self) -> dict:
+        return {"avg": self.average, "refs": self.multi_ref}
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, **kw):
         texts = list(dict.fromkeys([*outputs, *(r for rs in refs for r in rs)]))

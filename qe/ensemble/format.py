@@ -20,12 +20,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.errors import ExportError
-from qe.export import export_writer, read_manifest
+from qe.core.export import export_writer, read_manifest
+from qe.registry import EXPORT_FILES
 
 KIND = "ensemble"
-SPEC = "ensemble.json"
+SPEC = EXPORT_FILES[KIND]["spec"]
 MEMBERS_DIR = "members"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

@@ -42,15 +42,11 @@ class EnsembleScorer(Scorer):
             raise ValueError(f"{self.name}: members disagree on whether higher is better; a mean of them means little")
         self.higher_is_better = hib.pop()
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
-
+    def signature_fields(self) -> dict:
         p = self.predict
-        rule = f"round:{p.get('round_to')}|clip:{p.get('clip_lo')}-{p.get('clip_hi')}" if p else "mean"
-        parts = "; ".join(f"{n}*{self.weights[n]:.3g}={m.signature}" for n, m in self.members.items())
-        ck = f"ensemble:{self._checksum}|" if self._checksum else ""
-        return f"Ensemble|{ck}{rule}|qe:{__version__}|[{parts}]"
+        rule = {"round": p.get("round_to"), "clip": f"{p.get('clip_lo')}-{p.get('clip_hi')}"} if p else {"rule": "mean"}
+        members = {f"{n}*{self.weights[n]:.3g}": m.signature for n, m in self.members.items()}
+        return {"ensemble": self._checksum or None, **rule, **members}
 
     def _member_scores(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs) -> dict[str, np.ndarray]:
         out = {}
@@ -65,7 +61,7 @@ class EnsembleScorer(Scorer):
     def _combine(self, scores: dict[str, np.ndarray]) -> np.ndarray:
         mean = sum(self.weights[n] * s for n, s in scores.items())
         if self.predict:
-            from qe.ratpred.model import round_clip
+            from qe.core.predictions import round_clip
 
             p = self.predict
             mean = np.where(np.isfinite(mean), round_clip(np.nan_to_num(mean), p.get("round_to"), p.get("clip_lo"),

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from qe.core.config import to_dict
-from qe.data.record import dumps
-from qe.export import MANIFEST, read_manifest
+from qe.core.jsonio import dumps
+from qe.core.export import MANIFEST, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def combine_predictions(tables: list[dict[tuple, dict]], weights: list[float], s
     """(combined predictions, gold ratings, n) over the (fold, id) keys every table predicted: per key the weighted
     mean over tables of the tables' raw outputs averaged over ``seeds`` (None: each table over all its own seeds,
     e.g. members trained with different seeds), then ``rule``."""
-    from qe.ratpred.model import round_clip
+    from qe.core.predictions import round_clip
 
     cols = [_collapse(t, seeds) for t in tables]
     keys = sorted(set.intersection(*[set(c) for c in cols]), key=lambda k: (k[0], str(k[1])))
@@ -118,7 +118,7 @@ def cv_figures(runs: dict[str, str], weights: dict[str, float], rule: dict | Non
     """The combination's correlations on the members' cross-validated predictions, pooled over folds: ``members``
     combines every run over all its own seeds (what the export does when each member is one seed's model), and
     ``seed<N>`` the runs' sub-runs of seed N, for every seed all runs share."""
-    from qe.ratpred.model import correlations
+    from qe.core.predictions import correlations
 
     names = list(runs)
     out: dict[str, Any] = {}

@@ -188,9 +188,9 @@ class EvalData:
 
 
 def covariates_of(outputs: list[str], splitter: str = "pysbd") -> dict[str, np.ndarray]:
-    """Length in whitespace words (the ``length`` baseline's unit) and sentence count (:func:`qe.text.split_sentences`)
+    """Length in whitespace words (the ``length`` baseline's unit) and sentence count (:func:`qe.core.text.split_sentences`)
     of each output; empty when no output has text."""
-    from qe.text import split_sentences
+    from qe.core.text import split_sentences
 
     length = np.array([len(o.split()) for o in outputs], float)
     if not length.any():

@@ -18,8 +18,5 @@ class LengthScorer(Scorer):
     def _score(self, outputs, *, mrs=None, refs=None, batch_size=None, progress=True, **kw) -> list[float]:
         return [float(len(o.split())) for o in outputs]
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
-
-        return f"length|unit:whitespace-tokens|qe:{__version__}"
+    def signature_fields(self) -> dict:
+        return {"unit": "whitespace-tokens"}

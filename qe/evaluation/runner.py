@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from qe.core.config import to_dict
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.evaluation.analysis import Settings, analyse, build_eval_data, check_system_names
 from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
 

@@ -113,7 +113,7 @@ def parse_scorer_specs(scorers: Mapping[str, Any] | None, models: Sequence[str] 
 
 def load_scorer(spec: ScorerSpec, device: str | None = None):
     """``qe.load`` with a message that names the config entry when the scorer does not exist."""
-    from qe.core.runtime import load_on_device
+    from qe.registry import load_on_device
 
     opts = dict(spec.options)
     try:

@@ -39,9 +39,9 @@ class AcceptabilityModel(HFPart):
         if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
             self.window = min(npos - 2, 512)
 
-    @property
-    def signature(self) -> str:
-        return f"cola:{self.name}|budget:{self.max_tokens}|prec:{self.precision}"
+    def signature_fields(self) -> dict:
+        """This model's part of a scorer's signature."""
+        return {"cola": self.name, "budget": self.max_tokens, "prec": self.precision}
 
     @torch.inference_mode()
     def scores(self, sentences: Sequence[str], progress: bool = False) -> tuple[np.ndarray, np.ndarray]:

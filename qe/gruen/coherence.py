@@ -59,9 +59,9 @@ class CoherenceModel(HFPart):
         self.window = min(int(getattr(cfg, "max_position_embeddings", 512)), 512)
         self.truncated = 0
 
-    @property
-    def signature(self) -> str:
-        return f"sop:{self.name}{'(albert-sop-head)' if self.albert else ''}|budget:{self.max_tokens}"
+    def signature_fields(self) -> dict:
+        """This model's part of a scorer's signature."""
+        return {"sop": f"{self.name}{'(albert-sop-head)' if self.albert else ''}", "budget": self.max_tokens}
 
     def _pair(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
         a, b, cut = keep_boundary(a, b, self.window - self.special.n_pair)

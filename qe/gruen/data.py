@@ -6,7 +6,7 @@
   paragraph line (headings dropped, ``@-@``-style separators undone, split by the same rule as
   :mod:`qe.data.corpora`); ``brown`` gives windows of ``window`` consecutive sentences of each Brown file
   (the files mark no paragraphs); ``txt`` gives blank-line separated paragraphs of a text file, split into
-  sentences with :func:`qe.text.split_sentences`.
+  sentences with :func:`qe.core.text.split_sentences`.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from qe.data.corpora import _join_tokens, wikitext_paragraphs
-from qe.paths import require, resolve_data_dir
+from qe.core.paths import require, resolve_data_dir
 
 COLA_FILES = {"train": "in_domain_train.tsv", "dev_in": "in_domain_dev.tsv", "dev_out": "out_of_domain_dev.tsv"}
 
@@ -66,7 +66,7 @@ def _brown_docs(zpath: Path, window: int) -> list[list[str]]:
 
 
 def _txt_docs(path: Path) -> list[list[str]]:
-    from qe.text import split_sentences
+    from qe.core.text import split_sentences
 
     files = sorted(path.rglob("*.txt")) if path.is_dir() else [path]
     docs = []

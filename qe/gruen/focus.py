@@ -3,7 +3,7 @@
 For adjacent sentences (s_i, s_i+1):
 
 1. each sentence becomes a normalised bag of words (nBOW, Kusner et al. 2015): alphabetic tokens of the spaCy
-   pipeline (``en_core_web_md`` by default, loaded offline by :func:`qe.offline.load_spacy`), keyed by their
+   pipeline (``en_core_web_md`` by default, loaded offline by :func:`qe.core.offline.load_spacy`), keyed by their
    lower-cased lemma, weighted by count (``log_weights=True``: log(1 + count), as wmd-relax); words without a
    vector are left out;
 2. the word mover's distance d is the exact earth mover's distance between the two bags with Euclidean
@@ -49,7 +49,7 @@ class FocusConfig:
 
 class FocusModel:
     def __init__(self, cfg: FocusConfig = FocusConfig()):
-        from qe.offline import load_spacy
+        from qe.core.offline import load_spacy
 
         if cfg.aggregate not in ("any", "per_pair"):
             raise ValueError(f"focus aggregate={cfg.aggregate!r}: use 'any' or 'per_pair'")
@@ -59,11 +59,11 @@ class FocusModel:
             raise ValueError(f"spaCy pipeline {cfg.spacy_model!r} has no word vectors; use en_core_web_md")
         self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    @property
-    def signature(self) -> str:
+    def signature_fields(self) -> dict:
+        """This model's part of a scorer's signature."""
         c = self.cfg
         mode = "ref" if c.reference else f"c{c.center:g}{'-stop' if c.drop_stopwords else ''}"
-        return f"focus:{c.spacy_model}:{mode}:t{c.threshold:g}:p{c.penalty:g}:{c.aggregate}"
+        return {"focus": f"{c.spacy_model}:{mode}", "t": float(c.threshold), "p": float(c.penalty), "agg": c.aggregate}
 
     def _bags(self, sentences: list[str]) -> None:
         todo = [s for s in dict.fromkeys(sentences) if s not in self._cache]

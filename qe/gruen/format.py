@@ -12,7 +12,7 @@ kind               written by                                                  f
 =================  ==========================================================  ==================================
 
 Every HF model is given by a Hub name (``bert-base-cased``), a local directory, an offline alias (``minilm``,
-resolved by :func:`qe.offline.encoder_path`) or an export directory of one of the first three kinds
+resolved by :func:`qe.core.offline.encoder_path`) or an export directory of one of the first three kinds
 (:func:`resolve_model`). Loading never downloads when ``HF_HUB_OFFLINE=1``.
 """
 from __future__ import annotations
@@ -21,14 +21,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from qe.export import MANIFEST, export_writer, read_manifest, verify_checksum
-from qe.offline import encoder_path
+from qe.core.export import MANIFEST, export_writer, read_manifest, verify_checksum
+from qe.core.offline import encoder_path
+from qe.registry import EXPORT_FILES
 
 ACCEPTABILITY, MLM, SOP, GRUEN = "acceptability", "mlm", "sop", "gruen"
 #: the kinds of this family (keys of :data:`qe.registry.EXPORT_KINDS`)
 KINDS = (ACCEPTABILITY, MLM, SOP, GRUEN)
 #: sub-folder of an HF export holding ``save_pretrained`` output (safetensors weights + tokenizer)
-HF_SUBDIR = "hf"
+HF_SUBDIR = EXPORT_FILES[MLM]["hf"]
+README = EXPORT_FILES[GRUEN]["readme"]
 #: SOP labels (ALBERT's convention, also used by ``task=sop``)
 LABEL_ORIGINAL, LABEL_SWAPPED = 0, 1
 
@@ -96,7 +98,7 @@ def save_gruen_export(dest: str | Path, *, models: dict[str, str | None], params
     """A ``gruen`` export: component model references (as given: names, or export paths) and parameters."""
     with export_writer(dest, kind=GRUEN, config={"models": models, "params": params, "preset": preset,
                                                  "splitter": splitter}, data=data, metrics=metrics) as tmp:
-        (tmp / "README.txt").write_text("GRUEN parameters; component models are referenced, not copied.\n")
+        (tmp / README).write_text("GRUEN parameters; component models are referenced, not copied.\n")
     return Path(dest).resolve()
 
 

@@ -13,14 +13,6 @@ from qe.core.runtime import default_budget, pick_device
 from qe.gruen.format import load_pretrained, model_id, resolve_model
 
 
-def versions() -> str:
-    import transformers
-
-    from qe.version import __version__
-
-    return f"qe:{__version__}|torch:{torch.__version__}|transformers:{transformers.__version__}"
-
-
 class HFPart:
     """What every GRUEN scoring model sets up: ``kind`` is the export kind it accepts; ``budget`` the default
     padded-token budget per forward pass as ``(gpu, cpu)``; ``precision`` (``fp32`` | ``bf16`` | ``fp16``) applies
@@ -64,7 +56,7 @@ class HFPart:
         return ids.to(self.device), att.to(self.device)
 
 
-__all__ = ["HFPart", "versions", "keep_boundary", "SpecialTokens", "pad_pairs"]
+__all__ = ["HFPart", "keep_boundary", "SpecialTokens", "pad_pairs"]
 
 
 def keep_boundary(a: Sequence[int], b: Sequence[int], room: int) -> tuple[list[int], list[int], bool]:

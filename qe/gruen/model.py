@@ -5,7 +5,7 @@
   never trained on pairs (the offline MiniLM, a sentence-transformers model trained with mean pooling) carry
   no order information in [CLS] — a linear probe on frozen MiniLM features separates original from swapped
   pairs at 0.49 (test) from [CLS] but 0.60 from the two segment means (``benchmarks/sop_feature_probe.py``,
-  docs/results.md, GRUEN) — and a [CLS] head stayed at chance in three fine-tuning runs.
+  docs/results/gruen.md) — and a [CLS] head stayed at chance in three fine-tuning runs.
 * :func:`build_classifier` — an HF encoder with a 2-way head: ``pooling="cls"`` (the encoder's own
   ``AutoModelForSequenceClassification`` head; CoLA) or ``"segments"`` (:class:`SegmentPairClassifier`).
 * :func:`mlm_parts` — (encoder, head) of a masked LM, so that logits are computed at the masked positions only.
@@ -72,7 +72,7 @@ class SegmentPairClassifier(torch.nn.Module):
 
         from safetensors.torch import save_file
 
-        from qe.data.record import dumps
+        from qe.core.jsonio import dumps
 
         path = Path(path)
         self.encoder.save_pretrained(path, safe_serialization=True)
@@ -107,7 +107,7 @@ def build_classifier(encoder: str, num_labels: int = 2, pooling: str = "cls", dr
     """An HF encoder (name, path or the ``minilm`` alias) with a fresh ``num_labels``-way head."""
     from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
-    from qe.offline import encoder_path
+    from qe.core.offline import encoder_path
 
     path = encoder_path(encoder)
     cfg = AutoConfig.from_pretrained(path, num_labels=num_labels)

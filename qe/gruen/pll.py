@@ -54,9 +54,9 @@ class MaskedLM(HFPart):
         roberta = getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
         self.window = npos - 2 if roberta else npos
 
-    @property
-    def signature(self) -> str:
-        return f"mlm:{self.name}|budget:{self.max_tokens}|prec:{self.precision}"
+    def signature_fields(self) -> dict:
+        """This model's part of a scorer's signature."""
+        return {"mlm": self.name, "budget": self.max_tokens, "prec": self.precision}
 
     # ------------------------------------------------------------------ tokenisation into window-sized units
     def _units(self, sentences: Sequence[str]) -> tuple[list[list[int]], np.ndarray]:

@@ -1,7 +1,7 @@
 """GRUEN preprocessing (Section 3): split an output into sentences and drop one-word sentences.
 
 * Line breaks are sentence boundaries (the reference code turns ``\\n`` into ``". "`` before splitting).
-* Each line is split with :func:`qe.text.split_sentences`: ``pysbd`` by default; ``nupunkt`` (a Punkt
+* Each line is split with :func:`qe.core.text.split_sentences`: ``pysbd`` by default; ``nupunkt`` (a Punkt
   implementation, the paper's tokenizer family) as the option. pysbd is the default because nupunkt keeps
   "... will meet Oct. Infant cough-and-cold products ..." (Table 11 (e)) as one sentence.
 * A sentence counts as a sentence only if it has more than one word once ASCII punctuation is removed
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import string
 
-from qe.text import split_sentences
+from qe.core.text import split_sentences
 
 _NO_PUNCT = str.maketrans("", "", string.punctuation)
 

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from qe.core.scorer import Scorer
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.gruen import format as fmt
 from qe.gruen.focus import FocusConfig
 from qe.gruen.preprocess import preprocess
@@ -283,17 +283,18 @@ class GruenScorer(Scorer):
             self._focus = FocusModel(FocusConfig(spacy_model=self.spacy_model))
         return self._focus
 
-    @property
-    def signature(self) -> str:
-        from qe.gruen.hf import versions
+    signature_libraries = ("torch", "transformers")
 
+    def signature_fields(self) -> dict:
         p = self.params
-        sop = f"sop:{self._ids['sop']}*{p.coherence_weight:g}" if self.models["sop"] else "none"
-        return (f"GRUEN[{p.modules}]|mlm:{self._ids['mlm']}|lik:{p.likelihood}/{p.lm_transform}@{p.lm_alpha:g}"
-                f"|cola:{self._ids['acceptability']}|acc:{p.acceptability_value}|g:{p.lm_weight:g},{p.acc_weight:g},"
-                f"{p.g_scale:g},{p.g_offset:g}|r:{p.redundancy_penalty:g}|u:{self.spacy_model}:"
-                f"c{p.focus_center:g}:t{p.focus_threshold:g}:p{p.focus_penalty:g}:{p.focus_aggregate}|c:{sop}"
-                f"|split:{self.splitter}|empty:{p.empty_score:g}|{versions()}")
+        return {"modules": p.modules, "mlm": self._ids["mlm"],
+                "lik": f"{p.likelihood}/{p.lm_transform}@{p.lm_alpha:g}", "cola": self._ids["acceptability"],
+                "acc": p.acceptability_value, "g": f"{p.lm_weight:g},{p.acc_weight:g},{p.g_scale:g},{p.g_offset:g}",
+                "r": float(p.redundancy_penalty),
+                "u": f"{self.spacy_model}:c{p.focus_center:g}:t{p.focus_threshold:g}:p{p.focus_penalty:g}:"
+                     f"{p.focus_aggregate}",
+                "sop": f"{self._ids['sop']}*{p.coherence_weight:g}" if self.models["sop"] else "none",
+                "split": self.splitter, "empty": float(p.empty_score)}
 
     # ---------------------------------------------------------------------------------------------------
     def raw(self, outputs: list[str], progress: bool = True, cache: "PartCache | None" = None) -> GruenRaw:
@@ -378,11 +379,10 @@ class AcceptabilityScorer(Scorer):
         p, _ = self.m.scores([o if o.strip() else "." for o in outputs], progress=progress)
         return [float("nan") if e else float(x) for x, e in zip(p, empty)]
 
-    @property
-    def signature(self) -> str:
-        from qe.gruen.hf import versions
+    signature_libraries = ("torch", "transformers")
 
-        return f"acceptability|{self.m.signature}|{versions()}"
+    def signature_fields(self) -> dict:
+        return self.m.signature_fields()
 
 
 class PLLScorer(Scorer):
@@ -399,11 +399,10 @@ class PLLScorer(Scorer):
         s, k = self.lm.pll(outputs, progress=progress)
         return [float(a / b) if b else math.nan for a, b in zip(s, k)]
 
-    @property
-    def signature(self) -> str:
-        from qe.gruen.hf import versions
+    signature_libraries = ("torch", "transformers")
 
-        return f"pll|{self.lm.signature}|{versions()}"
+    def signature_fields(self) -> dict:
+        return self.lm.signature_fields()
 
 
 class CoherenceScorer(Scorer):
@@ -421,11 +420,10 @@ class CoherenceScorer(Scorer):
         docs = [preprocess(o, self.splitter) for o in outputs]
         return [-x for x in self.m.sop_loss(docs, progress=progress)]
 
-    @property
-    def signature(self) -> str:
-        from qe.gruen.hf import versions
+    signature_libraries = ("torch", "transformers")
 
-        return f"coherence(-SOP loss)|{self.m.signature}|split:{self.splitter}|{versions()}"
+    def signature_fields(self) -> dict:
+        return {"score": "-SOP loss", **self.m.signature_fields(), "split": self.splitter}
 
 
 # ------------------------------------------------------------------------------------- export loaders (registry)

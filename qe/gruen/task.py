@@ -39,7 +39,7 @@ from omegaconf import DictConfig
 
 from qe.core.config import to_dict
 from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, split_seed
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.gruen import format as fmt
 from qe.gruen.data import MLMDataModule, TextClassificationDataModule, load_documents, read_cola, sop_pairs
 from qe.gruen.model import build_classifier, encoder_layers, mlm_parts
@@ -94,7 +94,7 @@ def _float_metrics(metrics: dict | None) -> dict:
 def _tokenizer(encoder: str):
     from transformers import AutoTokenizer
 
-    from qe.offline import encoder_path
+    from qe.core.offline import encoder_path
 
     return AutoTokenizer.from_pretrained(encoder_path(encoder))
 
@@ -228,7 +228,7 @@ class MaskedLMModule(QEModule):
         self.save_hyperparameters()
         from transformers import AutoModelForMaskedLM
 
-        from qe.offline import encoder_path
+        from qe.core.offline import encoder_path
 
         self.model = AutoModelForMaskedLM.from_pretrained(encoder_path(encoder))
         self.model.train()

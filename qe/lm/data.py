@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from qe.data.corpora import corpus_fingerprint
-from qe.tokenization import Tokenizer
+from qe.core.tokenization import Tokenizer
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Files (besides the manifest ``qe_export.json``):
 * ``model.safetensors`` — the :class:`~qe.lm.model.LSTMLM` weights;
 * ``unigram.safetensors`` — ``logprob``: add-one smoothed unigram log-probabilities over the LM's training tokens,
   in the LM's own units (:func:`unigram_logprobs`);
-* ``tokenizer.json`` (+ the SentencePiece model for ``type: sp``) — :mod:`qe.tokenization`.
+* ``tokenizer.json`` (+ the SentencePiece model for ``type: sp``) — :mod:`qe.core.tokenization`.
 
 Manifest: ``config.model`` holds the plain ``LSTMLM`` keyword arguments (with ``output_layer`` and
 ``adaptive_cutoffs`` for an adaptive-softmax LM, whose frequency order ``output_rank`` is a buffer in the weights;
@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from qe.export import export_writer, read_manifest, verify_checksum
+from qe.core.export import export_writer, read_manifest, verify_checksum
+from qe.registry import EXPORT_FILES
 from qe.lm.model import LSTMLM
-from qe.tokenization import Tokenizer, load_tokenizer
+from qe.core.tokenization import Tokenizer, load_tokenizer
 
 EXPORT_KIND = "slor"
-MODEL_FILE = "model.safetensors"
-UNIGRAM_FILE = "unigram.safetensors"
+MODEL_FILE = EXPORT_FILES[EXPORT_KIND]["model"]
+UNIGRAM_FILE = EXPORT_FILES[EXPORT_KIND]["unigram"]
 
 #: the keyword arguments of :class:`LSTMLM` (what ``config.model`` must hold)
 MODEL_ARGS = tuple(p for p in inspect.signature(LSTMLM.__init__).parameters if p != "self")

@@ -1,7 +1,7 @@
 """SLOR, NCE and PPL from an LM export (Kann, Rothe & Filippova 2018, eqs. 1-4).
 
 For a sentence S with tokens t_1..t_n (words or SentencePiece units after the normalisation in
-:mod:`qe.tokenization`):
+:mod:`qe.core.tokenization`):
 
 * ln p_M(S) = sum_{i=1..n+1} ln p(t_i | <s>, t_1..t_{i-1}) with t_{n+1} = </s>: the LM probability of the complete
   sentence, including the end-of-sentence event (the start symbol is given, not predicted);
@@ -65,14 +65,12 @@ class LMScorer(Scorer):
         self.higher_is_better = score != "ppl"
         self._checksum = self.manifest.get("checksum", "")[:12]
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
+    signature_libraries = ("torch",)
 
+    def signature_fields(self) -> dict:
         mk = self.model_kwargs
-        return (f"{self.name}|lm:{self.tokenizer.type}-{mk.get('num_layers', '?')}x{mk.get('hidden_size', '?')}"
-                f"|V:{self.tokenizer.vocab_size}|export:{self._checksum}|prec:{self.precision}"
-                f"|qe:{__version__}|torch:{torch.__version__}")
+        return {"lm": f"{self.tokenizer.type}-{mk.get('num_layers', '?')}x{mk.get('hidden_size', '?')}",
+                "V": self.tokenizer.vocab_size, "export": self._checksum, "prec": self.precision}
 
     # ---- core computation -------------------------------------------------------------------------------
     def _batch_logprobs(self, ids: list[list[int]], idx: list[int]) -> list[float]:

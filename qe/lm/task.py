@@ -28,7 +28,7 @@ from qe.lm import format as lm_format
 from qe.lm.data import LMDataModule
 from qe.lm.format import EXPORT_KIND, save as save_lm_export, unigram_logprobs  # noqa: F401  (old names, re-exported)
 from qe.lm.model import LSTMLM
-from qe.tokenization import Tokenizer, load_tokenizer, train_tokenizer
+from qe.core.tokenization import Tokenizer, load_tokenizer, train_tokenizer
 from qe.training import QEModule, TaskParts, instantiate_model, plain_config
 
 log = logging.getLogger(__name__)

@@ -61,7 +61,7 @@ def pair_frame(tokenizer, name: str = "model") -> dict:
 
 class PairTokens:
     """Sub-word ids and token types of (MR text, output text) pairs for a cross-encoder (``model`` a name for
-    :func:`qe.offline.encoder_path` or a directory holding the tokenizer, e.g. an export's ``sentence_model/``)."""
+    :func:`qe.core.offline.encoder_path` or a directory holding the tokenizer, e.g. an export's ``sentence_model/``)."""
 
     #: marks this encoder input for :func:`qe.ratpred.data.encode_instances` / :func:`qe.ratpred.data.make_loader`
     pairs = True
@@ -70,7 +70,7 @@ class PairTokens:
         from transformers import AutoConfig, AutoTokenizer
 
         from qe.core.tokens import sequence_frame
-        from qe.offline import encoder_path
+        from qe.core.offline import encoder_path
 
         self.model_name = str(model)
         path = encoder_path(self.model_name)

@@ -43,7 +43,7 @@ from qe.data.references import RefInstance, all_reference_instances, mr_key
 from qe.errors import RecordError
 from qe.ratpred.model import Vocab, collate
 from qe.ratpred.mr import delexicalise, parse, relexicalise
-from qe.ratpred.mr_formats import detect
+from qe.core.mr import detect
 from qe.ratpred.synth import (D2T_ERROR_TYPES, ERROR_TYPES, Dictionary, EntityPool, check_error_types, distort,
                                error_penalties, penalised_rating)
 

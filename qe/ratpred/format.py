@@ -17,13 +17,14 @@ from typing import Any
 
 from torch import nn
 
-from qe.data.record import dumps
-from qe.export import export_writer, read_manifest, verify_checksum
+from qe.core.jsonio import dumps
+from qe.core.export import export_writer, read_manifest, verify_checksum
+from qe.registry import EXPORT_FILES
 from qe.ratpred.model import RatPredNet, Vocab
 
 EXPORT_KIND = "qe_gru"
-MODEL_FILE = "model.safetensors"
-VOCAB_FILE = "vocab.json"
+MODEL_FILE = EXPORT_FILES[EXPORT_KIND]["model"]
+VOCAB_FILE = EXPORT_FILES[EXPORT_KIND]["vocab"]
 SENTENCE_DIR = "sentence_model"
 
 

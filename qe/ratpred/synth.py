@@ -125,7 +125,7 @@ class EntityPool:
     def from_mrs(cls, mrs) -> "EntityPool":
         """From MR strings; MRs that are not triples are skipped (they may be unparsable in any other way too)."""
         from qe.ratpred.mr import TRIPLE_ACT, parse, tokenize
-        from qe.ratpred.mr_formats import detect
+        from qe.core.mr import detect
 
         keys: dict[tuple[str, str], set] = {}
         every: set = set()

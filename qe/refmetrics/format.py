@@ -16,10 +16,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from qe.export import export_checksum, export_writer, read_manifest, verify_checksum
+from qe.core.export import export_checksum, export_writer, read_manifest, verify_checksum
+from qe.registry import EXPORT_FILES
 
 EXPORT_KIND = "svr"
-WEIGHTS = "svr.safetensors"
+WEIGHTS = EXPORT_FILES[EXPORT_KIND]["weights"]
 #: kernels whose decision function :func:`qe.refmetrics.svr.decision_function` recomputes
 KERNELS = ("rbf", "linear", "poly", "sigmoid")
 

@@ -19,12 +19,6 @@ from qe.refmetrics.base import RefScorer, ngrams, pooled_max_counts, tokenize
 from qe.core.scorer import check_texts, normalise_refs
 
 
-def _sacrebleu_version() -> str:
-    import sacrebleu
-
-    return f"sacrebleu:{sacrebleu.__version__}"
-
-
 def _ref_streams(refs: list[list[str]]) -> list[list[str | None]]:
     """Per-output reference lists -> sacrebleu's reference streams (padded with None where an output has fewer)."""
     k = max(len(r) for r in refs)
@@ -42,8 +36,7 @@ class _SacreMetric(RefScorer):
     def preprocess(self, text: str) -> str:  # sacrebleu lower-cases itself
         return text
 
-    def _lib_versions(self) -> str:
-        return _sacrebleu_version()
+    signature_libraries = ("sacrebleu",)
 
     def _metric(self):
         raise NotImplementedError
@@ -143,8 +136,9 @@ class BLEU(_SacreMetric):
                   effective_order=False, lowercase=self.lowercase,
                   tokenize="13a" if self.tokenize_method == "13a" else "none")
 
-    def _options(self) -> str:
-        return f"smooth:{self.smooth_method}{'' if self.smooth_value is None else self.smooth_value}|eff:{'yes' if self.effective_order else 'no'}"
+    def _options(self) -> dict:
+        return {"smooth": f"{self.smooth_method}{'' if self.smooth_value is None else self.smooth_value}",
+                "eff": bool(self.effective_order)}
 
     def union(self, hyp, refs):  # BLEU's own clipping already uses the multiset union of the references
         return self.native(hyp, refs)
@@ -167,8 +161,8 @@ class CHRF(_SacreMetric):
 
         return _C(char_order=self.char_order, word_order=self.word_order, beta=self.beta, lowercase=self.lowercase)
 
-    def _options(self) -> str:
-        return f"c{self.char_order}w{self.word_order}b{self.beta}"
+    def _options(self) -> dict:
+        return {"char": self.char_order, "word": self.word_order, "beta": self.beta}
 
 
 class TER(_SacreMetric):
@@ -251,8 +245,8 @@ class NIST(RefScorer):
         self._counts: Counter | None = None
         self._total = 0
 
-    def _options(self) -> str:
-        return f"info:{self.info}"
+    def _options(self) -> dict:
+        return {"info": self.info}
 
     def _count(self, refs_tokens) -> tuple[Counter, int]:
         """n-gram counts (orders 1..n) over the reference texts, and their number of words."""

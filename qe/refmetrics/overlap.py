@@ -54,7 +54,7 @@ def find_wordnet():
     import nltk
 
     try:
-        from qe.paths import resolve_data_dir
+        from qe.core.paths import resolve_data_dir
 
         extra = resolve_data_dir(None) / "nltk_data"
         if extra.is_dir() and str(extra) not in nltk.data.path:
@@ -90,13 +90,10 @@ class METEOR(RefScorer):
         self._stemmer = PorterStemmer()
         self.alpha, self.beta, self.gamma = alpha, beta, gamma
 
-    def _options(self) -> str:
-        return f"syn:{self.synonyms}|a{self.alpha}b{self.beta}g{self.gamma}"
+    signature_libraries = ("nltk",)
 
-    def _lib_versions(self) -> str:
-        import nltk
-
-        return f"nltk:{nltk.__version__}"
+    def _options(self) -> dict:
+        return {"syn": self.synonyms, "alpha": self.alpha, "beta": self.beta, "gamma": self.gamma}
 
     def _meteor(self, hyp, refs) -> float:
         if not hyp:
@@ -127,8 +124,8 @@ class CIDErD(RefScorer):
         self._df: Counter = Counter()
         self._log_n = 0.0
 
-    def _options(self) -> str:
-        return f"n{self.n}|sigma{self.sigma:g}|df:set"
+    def _options(self) -> dict:
+        return {"n": self.n, "sigma": float(self.sigma), "df": "set"}
 
     def _counts(self, toks):
         c: Counter = Counter()
@@ -202,8 +199,8 @@ class StringEdit(RefScorer):
         self.sub_cost, self.indel_cost = float(sub_cost), float(indel_cost)
         super().__init__(**kw)
 
-    def _options(self) -> str:
-        return f"sub{self.sub_cost:g}|indel{self.indel_cost:g}"
+    def _options(self) -> dict:
+        return {"sub": float(self.sub_cost), "indel": float(self.indel_cost)}
 
     def pair(self, hyp, ref) -> float:
         worst = self.indel_cost * (len(hyp) + len(ref))
@@ -229,8 +226,8 @@ class LR(RefScorer):
         self.name = f"LR{self.n}-{measure.upper()}"
         super().__init__(**kw)
 
-    def _options(self) -> str:
-        return f"sets|n{self.n}"
+    def _options(self) -> dict:
+        return {"sets": True, "n": self.n}
 
     def _set(self, toks) -> set:
         return set(ngrams(toks, self.n))

@@ -29,18 +29,10 @@ the per-output scores, ROUGE-1.5.5's default averaging (``-t 0``).
 from __future__ import annotations
 
 from collections import Counter
+
 from qe.refmetrics.base import RefScorer, f_measure, ngrams, pooled_max_counts, prf, tokenize
 
 MEASURES = ("f", "p", "r")
-
-
-def _rouge_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"rouge-score:{version('rouge-score')}"
-    except Exception:  # pragma: no cover
-        return "rouge-score:?"
 
 
 class _TokenizerAdapter:
@@ -62,15 +54,15 @@ class _RougeBase(RefScorer):
         self.measure, self.beta = measure, float(beta)
         super().__init__(**kw)
 
-    def _options(self) -> str:
-        return f"measure:{self.measure}" + (f"|beta:{self.beta:g}" if self.beta != 1.0 else "")
+    signature_libraries = ("rouge_score",)
+
+    def _options(self) -> dict:
+        return {"measure": self.measure, "beta": float(self.beta) if self.beta != 1.0 else None}
 
     def _pick(self, p: float, r: float) -> float:
         """F_beta = (1 + b^2) P R / (R + b^2 P) (b = 1: harmonic mean; coco-caption's ROUGE-L uses b = 1.2)."""
         return {"f": f_measure(p, r, self.beta), "p": p, "r": r}[self.measure]
 
-    def _lib_versions(self) -> str:
-        return _rouge_version()
 
 
 class RougeScore(_RougeBase):
@@ -110,8 +102,8 @@ class RougeScore(_RougeBase):
     def preprocess(self, text: str) -> str:
         return text
 
-    def _options(self) -> str:
-        return super()._options() + ("|stem:yes" if self.stem else "")
+    def _options(self) -> dict:
+        return {**super()._options(), "stem": True if self.stem else None}
 
     def pair(self, hyp: str, ref: str) -> float:
         s = self._scorer.score(ref, hyp)[self._rtype]
@@ -259,8 +251,9 @@ class RougeW(_RougeBase):
         super().__init__(**kw)
         self.definition = "rouge155" if self.mode in ROUGE155_MODES else definition
 
-    def _options(self) -> str:
-        return super()._options() + f"|w:{self.weight:g}" + ("|def:rouge155" if self.definition == "rouge155" else "")
+    def _options(self) -> dict:
+        return {**super()._options(), "w": float(self.weight),
+                "def": "rouge155" if self.definition == "rouge155" else None}
 
     def _stats155(self, hyp: list[str], ref: list[str]) -> tuple[float, float, float, float]:
         """(hit, f(f(|ref|)), f(|out|), selection score f^-1(hit / f(|ref|))) as ROUGE-1.5.5's computeWLCSScore."""

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from qe.core.scorer import Scorer
-from qe.export import read_manifest
+from qe.core.export import read_manifest
 from qe.refmetrics import format as fmt
 from qe.refmetrics.format import EXPORT_KIND, WEIGHTS  # noqa: F401  (re-exported: the kind's names)
 
@@ -140,13 +140,10 @@ class SVRScorer(Scorer):
         self.name = "SVR(" + "+".join(self.features) + ")"
         self._checksum = self.manifest.get("checksum", "")[:12]
 
-    @property
-    def signature(self) -> str:
-        from qe.version import __version__
-
+    def signature_fields(self) -> dict:
         s = self.spec
-        return (f"{self.name}|kernel:{s['kernel']}|C:{s['C']:g}|eps:{s['epsilon']:g}|gamma:{s['gamma']:.6g}"
-                f"|nSV:{s['n_support']}|export:{self._checksum}|qe:{__version__}")
+        return {"kernel": s["kernel"], "C": float(s["C"]), "eps": float(s["epsilon"]), "gamma": f"{s['gamma']:.6g}",
+                "nSV": s["n_support"], "export": self._checksum}
 
     def features_of(self, outputs, refs=None, progress: bool = False) -> np.ndarray:
         return compute_features(self.features, outputs, refs, self.lm_export, progress=progress, device=self.device)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from qe.core.config import to_dict
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.refmetrics import format as fmt
 from qe.refmetrics.svr import compute_features, feature_needs_refs, kann_mse, pearson
 

@@ -57,7 +57,7 @@ def model_path(name: str, root: str | os.PathLike | None = None) -> Path:
 
 
 def is_built(name: str, root: str | os.PathLike | None = None) -> bool:
-    from qe.export import MANIFEST
+    from qe.core.export import MANIFEST
 
     return (model_path(name, root) / MANIFEST).is_file()
 

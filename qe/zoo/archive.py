@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.errors import ExportError, MissingDependencyError
 
 ARCHIVE_SUFFIX = ".qe.tar.gz"
@@ -118,7 +118,7 @@ def _one_line(exc: BaseException) -> str:
 def resolve_export(source: str | os.PathLike, models_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
     """(export dir, name) for a zoo name built in the models directory or an export directory."""
     from qe import zoo
-    from qe.export import MANIFEST
+    from qe.core.export import MANIFEST
 
     p = Path(str(source)).expanduser()
     if (p / MANIFEST).is_file():
@@ -145,7 +145,7 @@ def pack(source: str | os.PathLike, out_dir: str | os.PathLike, *, name: str | N
     The export is checked against its manifest first. Its recorded fingerprint travels in ``qe_archive.json``;
     an export written before fingerprints existed is scored on its probe set now (the manifest is not changed).
     """
-    from qe.export import export_checksum, read_manifest, verify_checksum
+    from qe.core.export import export_checksum, read_manifest, verify_checksum
     from qe.zoo import fingerprint as fpm
 
     export, default_name = resolve_export(source, models_dir)
@@ -331,7 +331,7 @@ def read_meta(archive: Path, label: str | None = None) -> dict[str, Any]:
 def extract_verified(archive: Path, dest_parent: Path, *, label: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Extract into a new temporary folder under ``dest_parent`` and verify every file; return (export folder inside
     it, archive meta). The caller moves the export into place and removes the temporary folder."""
-    from qe.export import export_checksum, read_manifest, verify_checksum
+    from qe.core.export import export_checksum, read_manifest, verify_checksum
 
     label = label or str(archive)
     meta = read_meta(archive, label)
@@ -386,7 +386,7 @@ def fetch_export(source: str | os.PathLike, *, sha256: str | None = None,
                  models_dir: str | os.PathLike | None = None) -> Path:
     """A verified export folder for an archive (path or URL), extracted once per archive checksum into
     ``<models>/.cache/exports/<sha256>/<name>`` (what :func:`qe.load` uses for a URL)."""
-    from qe.export import MANIFEST
+    from qe.core.export import MANIFEST
 
     archive, digest = fetch(source, sha256=sha256, models_dir=models_dir)
     root = cache_dir(models_dir) / "exports"
@@ -413,7 +413,7 @@ def install(source: str | os.PathLike, models_dir: str | os.PathLike | None = No
     whether anything was installed). The zoo record ``<models>/.zoo/<name>.json`` gets the checksum and fingerprint
     so ``qe zoo verify NAME`` compares later rebuilds or copies with it."""
     from qe import zoo
-    from qe.export import MANIFEST, read_manifest
+    from qe.core.export import MANIFEST, read_manifest
 
     models = zoo.models_dir(models_dir).expanduser()
     archive, digest = fetch(source, sha256=sha256, models_dir=models)
@@ -488,7 +488,7 @@ def push(source: str | os.PathLike, repo: str, *, models_dir: str | os.PathLike 
         except ImportError:
             raise MissingDependencyError("qe zoo push needs huggingface_hub: pip install huggingface_hub") from None
         api = HfApi(token=token)
-    from qe.export import CARD
+    from qe.core.export import CARD
 
     export, default_name = resolve_export(source, models_dir)
     with tempfile.TemporaryDirectory(prefix="qe-push-") as tmp:

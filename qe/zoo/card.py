@@ -1,4 +1,4 @@
-"""Model cards: the ``README.md`` of every export, written by :func:`qe.export.export_writer` for every kind.
+"""Model cards: the ``README.md`` of every export, written by :func:`qe.core.export.export_writer` for every kind.
 
 A card says what the model scores and for which inputs, the training data and its licence (from the dataset
 recipes, ``qe/resources/datasets``), the command that rebuilds it, its validation/test figures with the data they
@@ -7,7 +7,7 @@ signature. Everything in it is read from the manifest or measured on the export 
 (:func:`finish_export` loads the finished export once, from its temporary directory, for the signature and the
 fingerprint), so the card describes the files beside it, not the intentions of the run that wrote them.
 
-The card carries no time stamp and sits outside the export checksum (:data:`qe.export.CARD`), as the manifest does:
+The card carries no time stamp and sits outside the export checksum (:data:`qe.core.export.CARD`), as the manifest does:
 two bit-identical builds get the same card, and a rebuilt card never changes the model's checksum. An archive
 (:mod:`qe.zoo.archive`) checksums the card and the manifest with every other file.
 """
@@ -286,8 +286,8 @@ def render(manifest: dict[str, Any], *, signature: str | None, fingerprint: dict
 
 
 def _write_manifest(export_dir: Path, manifest: dict[str, Any]) -> None:
-    from qe.data.record import dumps
-    from qe.export import MANIFEST, _json_default
+    from qe.core.jsonio import dumps
+    from qe.core.export import MANIFEST, _json_default
 
     tmp = export_dir / f".{MANIFEST}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -320,11 +320,11 @@ def finish_export(export_dir: str | Path, *, final: str | Path | None = None, re
     """Add the fingerprint, signature and rebuild command to the manifest of a freshly written export and write its
     card.
 
-    Called by :func:`qe.export.export_writer` on the temporary directory (manifest written, not yet renamed into
+    Called by :func:`qe.core.export.export_writer` on the temporary directory (manifest written, not yet renamed into
     place; ``final`` is where it goes: signatures that name the export's folder are given the final name). Loading
     or scoring failures never fail the export: the card and ``fingerprint.error`` say why.
     """
-    from qe.export import read_manifest
+    from qe.core.export import read_manifest
 
     d = Path(export_dir)
     manifest = read_manifest(d)
@@ -348,7 +348,7 @@ def finish_export(export_dir: str | Path, *, final: str | Path | None = None, re
 def refresh(export_dir: str | Path, *, rebuild: dict[str, str] | None = None) -> None:
     """Rewrite the card (and the manifest's ``rebuild``) of an existing export, keeping its recorded fingerprint
     and signature (the zoo build adds ``qe zoo build NAME`` this way, without scoring the probes again)."""
-    from qe.export import read_manifest
+    from qe.core.export import read_manifest
 
     d = Path(export_dir)
     manifest = read_manifest(d)

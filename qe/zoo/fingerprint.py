@@ -1,11 +1,11 @@
 """Functional fingerprints: a model's identity beyond its bytes.
 
 A rebuild of a named model on another machine or software stack (another BLAS, another thread count, another
-PyTorch) gives other bytes, so the file checksum (:func:`qe.export.export_checksum`) only says "this exact build".
+PyTorch) gives other bytes, so the file checksum (:func:`qe.core.export.export_checksum`) only says "this exact build".
 The fingerprint says what the model *does*: the scores it gives a fixed probe set shipped in the package
 (``qe/resources/probes/``: sentences, multi-sentence texts, MR/output pairs, outputs with references; chosen by the
 export kind, :data:`PROBE_SETS`) plus its validation figures from the manifest. It is computed when the export is
-written (:mod:`qe.zoo.card`, called by :func:`qe.export.export_writer`) and stored in the manifest under
+written (:mod:`qe.zoo.card`, called by :func:`qe.core.export.export_writer`) and stored in the manifest under
 ``fingerprint``; the manifest is outside the checksum, so recording it never changes the bits.
 
 :func:`compare` decides between two models, in this order:
@@ -64,7 +64,7 @@ class Tolerance:
 # Why these values. A rebuild on another machine of the same kind moved an LM's validation perplexity by 0.1% (5.775 vs 5.77: the
 # same model) and a RatPred model's validation correlation by 0.019 (0.460 vs 0.479: not the same model). Validation
 # tolerances sit between those: 0.01 absolute for figures in [-1, 1], 1% relative for the others. Score tolerances
-# are set on each kind's scale, well below what a different seed moves (tests/test_zoo_archive.py: another seed of a
+# are set on each kind's scale, well below what a different seed moves (tests/zoo/test_zoo_archive.py: another seed of a
 # tiny LM moves probe SLOR by tenths) and well above float reordering (a different BLAS / thread count changes
 # summation order: about 1e-6 relative per forward pass, amplified by training to the 1e-3 level measured as the
 # "same model to three digits" above).
@@ -112,7 +112,7 @@ def tolerance(kind: str) -> Tolerance:
 
 # ------------------------------------------------------------------------------------------------------ probe sets
 def probes_dir() -> Path:
-    from qe.paths import resources_dir
+    from qe.core.paths import resources_dir
 
     return resources_dir() / "probes"
 
@@ -202,7 +202,7 @@ def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, s
     """Score the kind's probe set with the export (loaded with :data:`LOAD_OPTIONS`) and return the fingerprint:
     ``{"version", "probe_set", "probe_sha256", "n", "options", "scores", "validation", "device", "versions"}``
     (a NaN score, e.g. an LM's score of an empty output, is stored as null)."""
-    from qe.export import read_manifest
+    from qe.core.export import read_manifest
     from qe.version import __version__
 
     export_dir = Path(export_dir)
@@ -266,7 +266,7 @@ class Identity:
 
 def identity_of_export(export_dir: str | Path, *, live: bool = False, source: str | None = None) -> Identity:
     """The identity of an export directory (its files are checked against its manifest first)."""
-    from qe.export import export_checksum, read_manifest, verify_checksum
+    from qe.core.export import export_checksum, read_manifest, verify_checksum
 
     d = Path(export_dir)
     manifest = read_manifest(d)

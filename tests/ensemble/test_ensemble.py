@@ -1,0 +1,192 @@
+"""Ensemble exports (qe/ensemble): train two tiny RatPred runs, combine them with task=ensemble, reload, and check
+that the exported scorer, the task's cross-validated figures and `experiments.ratpred combine` follow one rule."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import qe
+from qe.errors import ExportError, RecordError
+from tiny_ratpred import _compose_ratpred, _records
+
+
+def _compose_ensemble(tmp_path, *overrides):
+    import pathlib
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    conf = pathlib.Path(__file__).resolve().parents[2] / "conf"
+    with initialize_config_dir(str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["task=ensemble", "logger=none", *overrides])
+    with open_dict(cfg):
+        cfg.paths.output_dir = str(tmp_path / "ens_run")
+        cfg.export_dir = str(tmp_path / "ens")
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Two tiny RatPred runs (S2, seed 1, fold 0, GRU sizes 8 and 12): export + cross-validated predictions."""
+    from qe.training import run_training
+
+    out = {}
+    for name, seed, size in (("a", 1, 8), ("b", 1, 12)):
+        d = tmp_path_factory.mktemp(name)
+        cfg = _compose_ratpred(d, f"protocol.seeds=[{seed}]", "protocol.folds=[0]", "protocol.passes_orig=2",
+                               f"model.hidden_size={size}", "logger=none")
+        run_training(cfg)
+        out[name] = {"export": d / "export", "run": d / "run"}
+    return out
+
+
+def test_ensemble_task_export_scorer_and_cv_agree(two_runs, tmp_path):
+    from qe.core.predictions import round_clip
+    from qe.training import run_training
+
+    a, b = two_runs["a"], two_runs["b"]
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={a['export']}", f"+ensemble.members.b={b['export']}",
+                            f"+ensemble.cv_runs.a={a['run']}", f"+ensemble.cv_runs.b={b['run']}")
+    metrics = run_training(cfg)
+    exp = tmp_path / "ens"
+    man = json.loads((exp / "qe_export.json").read_text())
+    assert man["kind"] == "ensemble" and metrics["export_path"] == str(exp.resolve())
+    spec = json.loads((exp / "ensemble.json").read_text())
+    assert [m["name"] for m in spec["members"]] == ["a", "b"] and spec["predict"] == {
+        "round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0}
+    assert all(m["options"] == {"rounded": False} for m in spec["members"])
+
+    # the scorer: mean of the members' raw outputs, rounded + clipped once; raw with rounded=False
+    recs = {r.id: r for r in _records()}
+    rows_a = [json.loads(x) for x in (a["run"] / "predictions.jsonl").read_text().splitlines()]
+    ids = [r["id"] for r in rows_a]
+    outs, mrs = [recs[i].output for i in ids], [recs[i].mr for i in ids]
+    ens = qe.load(exp)
+    assert ens.requires_mrs and ens.accepts_ids
+    ra = qe.load(a["export"], rounded=False).score(outs, mrs=mrs, progress=False)
+    rb = qe.load(b["export"], rounded=False).score(outs, mrs=mrs, progress=False)
+    want_raw = (np.asarray(ra) + np.asarray(rb)) / 2
+    assert np.allclose(qe.load(exp, rounded=False).score(outs, mrs=mrs, progress=False), want_raw)
+    got = ens.score(outs, mrs=mrs, progress=False)
+    assert np.allclose(got, round_clip(want_raw, 0.5, 1.0, 6.0))
+    comps = ens.score_components(outs, mrs=mrs, progress=False)
+    assert set(comps) == {"a", "b", "ensemble"} and np.allclose(comps["a"], ra) and np.allclose(comps["ensemble"], got)
+    assert ens.signature.startswith("Ensemble(") and ens.signature.count("RatPred|qe_gru:") == 2
+
+    # the task's cross-validated figure is the exported rule applied to the runs' predictions: fold 0's test
+    # predictions come from the very models the export holds, so scoring those outputs gives that figure
+    from qe.core.predictions import correlations
+
+    res = json.loads((tmp_path / "ens_run" / "results.json").read_text())
+    test = res["cv"]["seed1"]["test"]
+    assert test["n"] == len(ids) and set(res["cv"]["seed1"]) == {"dev", "test"}
+    want = correlations(got, [r["gold"] for r in rows_a])
+    assert test["pearson"] == pytest.approx(want["pearson"], abs=1e-6)
+    assert man["metrics"]["cv/seed1/test/pearson"] == pytest.approx(test["pearson"])
+    assert res["cv"]["members"] == res["cv"]["seed1"]  # one seed each: the members' figure is seed 1's
+    # experiments.ratpred export-check: the export reproduces its runs' fold-0 test predictions, combined
+    from experiments.ratpred import export_check
+
+    out = export_check([str(exp), str(a["run"]), str(b["run"]), f"--dataset={a['run'].parent / 'rated.jsonl'}"])
+    assert f"combined: {len(ids)} / {len(ids)}" in out
+
+
+def test_ensemble_cv_figures_match_combine(tmp_path):
+    """cv_figures (what an ensemble export records) == the `combine` row of the same two runs."""
+    from experiments import ratpred as report
+    from qe.ensemble.task import cv_figures
+
+    rng = np.random.default_rng(0)
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        for fname in ("dev_predictions.jsonl", "predictions.jsonl"):
+            rows = [{"seed": 1, "fold": i % 3, "id": f"{fname[0]}{i}", "raw": float(rng.uniform(1, 6)),
+                     "gold": float(i % 6 + 1)} for i in range(30)]
+            (d / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cv = cv_figures({"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}, {"a": 0.5, "b": 0.5},
+                    {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0})
+    out = report.combine_table([f"a={tmp_path / 'a'}", f"b={tmp_path / 'b'}"])
+    row = next(line for line in out.splitlines() if line.startswith("| a + b"))
+    cells = row.split(" | ")
+    assert cells[3] == f"{cv['seed1']['dev']['pearson']:.3f}" and cells[4] == f"{cv['seed1']['test']['pearson']:.3f}"
+    assert cv["seed1"]["test"]["n"] == 30
+    # members trained with different seeds (c = b's predictions as seed 2): no common seed, the members' figure
+    # combines each run's own seed - here exactly a + b of seed 1
+    (tmp_path / "c").mkdir()
+    for fname in ("dev_predictions.jsonl", "predictions.jsonl"):
+        rows = [json.loads(x) | {"seed": 2} for x in (tmp_path / "b" / fname).read_text().splitlines()]
+        (tmp_path / "c" / fname).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cv_ac = cv_figures({"a": str(tmp_path / "a"), "c": str(tmp_path / "c")}, {"a": 0.5, "c": 0.5},
+                       {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0})
+    assert set(cv_ac) == {"members"} and cv_ac["members"] == cv["seed1"] == cv["members"]
+    # weights move the figure (b alone == weight 0 for a)
+    only_b = cv_figures({"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}, {"a": 0.0, "b": 1.0}, None)
+    rows_b = [json.loads(x) for x in (tmp_path / "b" / "predictions.jsonl").read_text().splitlines()]
+    gold = [r["gold"] for r in sorted(rows_b, key=lambda r: (r["fold"], r["id"]))]
+    raw = [r["raw"] for r in sorted(rows_b, key=lambda r: (r["fold"], r["id"]))]
+    assert only_b["seed1"]["test"]["pearson"] == pytest.approx(np.corrcoef(raw, gold)[0, 1])
+
+
+def test_ensemble_export_is_self_contained_and_checked(two_runs, tmp_path):
+    from qe.ensemble.format import save_ensemble_export
+
+    a, b = two_runs["a"], two_runs["b"]
+    exp = save_ensemble_export(tmp_path / "e", {"a": a["export"], "b": b["export"]}, weights={"a": 3, "b": 1},
+                               predict=None)
+    moved = tmp_path / "elsewhere" / "e2"
+    moved.parent.mkdir()
+    shutil.move(str(exp), moved)
+    recs = _records()[:6]
+    outs, mrs = [r.output for r in recs], [r.mr for r in recs]
+    ra = np.asarray(qe.load(a["export"]).score(outs, mrs=mrs, progress=False))
+    rb = np.asarray(qe.load(b["export"]).score(outs, mrs=mrs, progress=False))
+    # predict=None and no options: the members score as they load by default (rounded), the mean is weighted 3:1
+    assert np.allclose(qe.load(moved).score(outs, mrs=mrs, progress=False), 0.75 * ra + 0.25 * rb)
+    # qe score --components: the record's score is the ensemble's, beside every member's
+    from qe.cli import main as qe_main
+    from qe.data.record import save_records
+
+    save_records(recs, tmp_path / "in.jsonl")
+    assert qe_main(["score", "-m", str(moved), "-i", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"),
+                    "--components", "-q"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [r.id for r in recs]
+    assert all(r["score"] == r["components"]["ensemble"] for r in rows) and set(rows[0]["components"]) == {"a", "b", "ensemble"}
+    assert np.allclose([r["score"] for r in rows], 0.75 * ra + 0.25 * rb)
+    # a bad MR names the record through the member
+    with pytest.raises(RecordError, match="rec-x"):
+        qe.load(moved).score(["a", "b"], mrs=[mrs[0], "broken"], ids=["rec-0", "rec-x"], progress=False)
+    # a member's files changed: refused, naming the file
+    (moved / "members" / "b" / "vocab.json").write_text("{}")
+    with pytest.raises(ExportError, match="vocab.json"):
+        qe.load(moved)
+
+
+def test_ensemble_refuses_bad_specs(two_runs, tmp_path, tiny_lm_export):
+    from qe.ensemble.format import check_weights, save_ensemble_export
+    from qe.training import run_training
+
+    a, b = two_runs["a"], two_runs["b"]
+    with pytest.raises(ValueError, match="two or more members"):
+        save_ensemble_export(tmp_path / "x", {"a": a["export"]})
+    with pytest.raises(ValueError, match="unknown member.*c"):
+        check_weights(["a", "b"], {"a": 1, "b": 1, "c": 1})
+    with pytest.raises(ValueError, match="no weight for b"):
+        check_weights(["a", "b"], {"a": 1})
+    with pytest.raises(ValueError, match=">= 0"):
+        check_weights(["a", "b"], {"a": -1, "b": 1})
+    with pytest.raises(ValueError, match="sum to 0"):
+        check_weights(["a", "b"], {"a": 0, "b": 0})
+    assert check_weights(["a", "b"], None) == {"a": 0.5, "b": 0.5}
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={a['export']}", f"+ensemble.members.lm={tiny_lm_export}")
+    with pytest.raises(ValueError, match="different kinds"):
+        run_training(cfg)
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={a['export']}", f"+ensemble.members.b={tmp_path}/nope")
+    with pytest.raises(FileNotFoundError, match="nope"):
+        run_training(cfg)
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={a['export']}", f"+ensemble.members.b={b['export']}",
+                            f"+ensemble.cv_runs.a={a['run']}")
+    with pytest.raises(ValueError, match="cv_runs names"):
+        run_training(cfg)
