@@ -41,7 +41,8 @@ def main() -> None:
     from qe.data.datasets import load_dataset
     from qe.ratpred.data import LengthBucketSampler, build_training_set, make_loader, real_instances, reference_pool
     from qe.ratpred.synth import ERROR_TYPES
-    from qe.ratpred.task import _splits, build_module, input_delex, target_records
+    from qe.ratpred.fitting import build_module, input_delex
+    from qe.ratpred.protocol import splits, target_records
     from qe.ratpred.model import Vocab
     from qe.zoo import build as zoo
 
@@ -51,7 +52,7 @@ def main() -> None:
     proto = to_dict(cfg.protocol)
     t0 = time.perf_counter()
     records = load_dataset(cfg.data.dataset, data_dir=cfg.paths.data_dir)
-    _, train, dev, test = _splits(cfg, records)[0]
+    _, train, dev, test = splits(cfg, records)[0]
     target = target_records(cfg)
     orig, extra, counts = build_training_set(
         train, test, tuple(proto["sources"]), target=str(cfg.data.target), max_errors=int(proto["max_errors"]),

@@ -23,7 +23,7 @@ cannot do (a wrong value or a dropped triple changes a few tokens of a long text
 ``tanh_layers`` square tanh layers of the encoder's width and the linear head. The encoder is always fine-tuned
 (``finetune_sentence`` is implied; its parameters are ``sent_model.*``); there are no GRUs and no embedding tables.
 
-Pure torch / numpy: the scorer imports this module, training (``qe.ratpred.task``) builds on it.
+Pure torch / numpy: the scorer imports this module, training (:mod:`qe.ratpred.module`) builds on it.
 """
 from __future__ import annotations
 

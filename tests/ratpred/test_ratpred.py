@@ -531,23 +531,23 @@ def test_lodo_splits_hold_out_each_domain_whole():
     only (4/5 : 1/5); labels name the held-out domain."""
     from omegaconf import OmegaConf
 
-    from qe.ratpred.task import _splits, fold_labels
+    from qe.ratpred.protocol import fold_labels, splits
 
     recs = _records(100)
     cfg = OmegaConf.create({"protocol": {"mode": "lodo", "domain_key": "dataset", "domains": None,
                                          "part_seed": 3, "group_by": "mr_output"}})
-    splits = _splits(cfg, recs)
+    parts = splits(cfg, recs)
     assert fold_labels(cfg, recs) == {0: "SFHOT", 1: "SFRES"}
-    for (fold, train, dev, test), dom in zip(splits, ["SFHOT", "SFRES"]):
+    for (fold, train, dev, test), dom in zip(parts, ["SFHOT", "SFRES"]):
         assert {r.dataset for r in test} == {dom} and len(test) == sum(r.dataset == dom for r in recs)
         assert all(r.dataset != dom for r in train + dev)
         assert sorted(r.id for r in train + dev + test) == sorted(r.id for r in recs)
         assert 0.15 < len(dev) / len(train + dev) < 0.25
     cfg.protocol.domains = ["SFRES"]  # one domain alone keeps its fold index (same synthetic draw as in a full run)
-    assert [f for f, *_ in _splits(cfg, recs)] == [1] and fold_labels(cfg, recs) == {1: "SFRES"}
+    assert [f for f, *_ in splits(cfg, recs)] == [1] and fold_labels(cfg, recs) == {1: "SFRES"}
     cfg.protocol.domains = ["BAGEL"]
     with pytest.raises(ValueError, match="BAGEL"):
-        _splits(cfg, recs)
+        splits(cfg, recs)
 
 
 def test_target_refs_source_uses_refs_never_outputs_or_ratings():
