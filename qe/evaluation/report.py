@@ -170,7 +170,7 @@ class ReportWriter:
 
     # ---- sections -----------------------------------------------------------------------------------------------
     def header(self):
-        d, st = self.d, self.st
+        st = self.st
         p = self.parts
         p.append(f"# {self.title}\n")
         if self.command:
@@ -192,7 +192,7 @@ class ReportWriter:
             ["correction", f"{CORR_NAMES[st.correction]} across the metrics of each table column, α = {st.alpha:g}"],
             ["bootstrap", f"{st.bootstrap_n} resamples, {st.ci:.0%} percentile CI, seed {st.seed}; items resampled at instance level, groups for averaged protocols, systems at system level"],
             ["metric vs metric", f"Williams test on Pearson (one-tailed, uncorrected, as Graham & Baldwin 2014); PERM-BOTH ({st.permutation_method}, {st.permutation_n} permutations)"],
-            ["error measures", f"MSE after the least-squares line (Kann et al. eq. 6); MAE / RMSE after min–max mapping into the rating range"
+            ["error measures", "MSE after the least-squares line (Kann et al. eq. 6); MAE / RMSE after min–max mapping into the rating range"
                                + (f", rounded to {st.round_to:g} steps" if st.round_to else "") + " (Dušek et al.)"],
             ["system differences", ("given as input (`stats.significant_pairs`), not tested" if st.significant_pairs else
                                     f"{'Wilcoxon signed-rank, ratings paired by item' if st.pairwise_test == 'wilcoxon' else 'Tukey HSD'}, "
