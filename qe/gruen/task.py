@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
 
-from qe.core.config import to_dict
+from qe.core.config import conf_defaults, to_dict
 from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, split_seed
 from qe.core.jsonio import dumps
 from qe.gruen import format as fmt
@@ -46,6 +46,12 @@ from qe.gruen.model import build_classifier, encoder_layers, mlm_parts
 from qe.training import QEModule, TaskParts, instantiate_model, log_metrics, plain_config
 
 log = logging.getLogger(__name__)
+
+#: the defaults of task=cola / task=sop / task=mlm (model group hf_encoder, then the task's own model section), written
+#: once in qe/conf
+COLA = conf_defaults("model/hf_encoder", "task/cola:model")
+SOP = conf_defaults("model/hf_encoder", "task/sop:model")
+MLM = conf_defaults("model/hf_encoder", "task/mlm:model")
 
 
 # ------------------------------------------------------------------------------------------------ optimisation
@@ -110,10 +116,10 @@ class SequenceClassifierModule(QEModule):
     :class:`~qe.gruen.model.SegmentPairClassifier` (sentence pairs only). Reports accuracy, Matthews correlation
     and loss on each validation set (``val/acc_<name>``, ...; ``val/acc`` / ``val/mcc`` for the first)."""
 
-    def __init__(self, encoder: str = "bert-base-cased", num_labels: int = 2, lr: float = 2e-5,
-                 weight_decay: float = 0.01, warmup_ratio: float = 0.1,
+    def __init__(self, encoder: str = COLA["encoder"], num_labels: int = 2, lr: float = COLA["lr"],
+                 weight_decay: float = COLA["weight_decay"], warmup_ratio: float = COLA["warmup_ratio"],
                  val_names: Sequence[str] = ("in", "out"), dropout: float | None = None,
-                 train_layers: int = -1, pooling: str = "cls", head_lr: float | None = None):
+                 train_layers: int = COLA["train_layers"], pooling: str = "cls", head_lr: float | None = None):
         super().__init__()
         self.save_hyperparameters()
         self.model = build_classifier(encoder, num_labels, pooling, dropout)
@@ -203,10 +209,11 @@ class SOPModule(SequenceClassifierModule):
 
     export_kind = fmt.SOP
 
-    def __init__(self, encoder: str = "bert-base-cased", num_labels: int = 2, lr: float = 2e-5,
-                 weight_decay: float = 0.01, warmup_ratio: float = 0.1, val_names: Sequence[str] = ("val",),
-                 dropout: float | None = None, train_layers: int = -1, pooling: str = "segments",
-                 head_lr: float | None = None):
+    def __init__(self, encoder: str = SOP["encoder"], num_labels: int = 2, lr: float = SOP["lr"],
+                 weight_decay: float = SOP["weight_decay"], warmup_ratio: float = SOP["warmup_ratio"],
+                 val_names: Sequence[str] = ("val",), dropout: float | None = None,
+                 train_layers: int = SOP["train_layers"], pooling: str = SOP["pooling"],
+                 head_lr: float | None = SOP["head_lr"]):
         super().__init__(encoder, num_labels, lr, weight_decay, warmup_ratio, val_names, dropout, train_layers,
                          pooling, head_lr)
 
@@ -222,8 +229,9 @@ class MaskedLMModule(QEModule):
 
     export_kind = fmt.MLM
 
-    def __init__(self, encoder: str = "minilm", lr: float = 1e-3, encoder_lr: float = 5e-5, weight_decay: float = 0.01,
-                 warmup_ratio: float = 0.06, train_layers: int = 2):
+    def __init__(self, encoder: str = MLM["encoder"], lr: float = MLM["lr"], encoder_lr: float = MLM["encoder_lr"],
+                 weight_decay: float = MLM["weight_decay"], warmup_ratio: float = MLM["warmup_ratio"],
+                 train_layers: int = MLM["train_layers"]):
         super().__init__()
         self.save_hyperparameters()
         from transformers import AutoModelForMaskedLM

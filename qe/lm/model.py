@@ -21,6 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from qe.core.config import conf_defaults
+
+#: the defaults of model=lstm_lm, written once in qe/conf/model/lstm_lm.yaml
+D = conf_defaults("model/lstm_lm")
+
 OUTPUT_LAYERS = ("full", "adaptive")
 
 #: the recurrence runs on one intra-op thread when a time step costs fewer multiply-adds than this (CPU only):
@@ -56,15 +61,15 @@ class LSTMLM(nn.Module):
     def __init__(
         self,
         vocab_size: int,
-        embedding_dim: int = 512,
-        hidden_size: int = 512,
-        num_layers: int = 2,
-        dropout: float = 0.2,
-        tie_weights: bool = True,
+        embedding_dim: int = D["embedding_dim"],
+        hidden_size: int = D["hidden_size"],
+        num_layers: int = D["num_layers"],
+        dropout: float = D["dropout"],
+        tie_weights: bool = D["tie_weights"],
         pad_id: int = 0,
-        output_layer: str = "full",
-        adaptive_cutoffs: Sequence[int] | None = None,
-        adaptive_div_value: float = 4.0,
+        output_layer: str = D["output_layer"],
+        adaptive_cutoffs: Sequence[int] | None = D["adaptive_cutoffs"],
+        adaptive_div_value: float = D["adaptive_div_value"],
     ):
         super().__init__()
         if output_layer not in OUTPUT_LAYERS:

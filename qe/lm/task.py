@@ -27,7 +27,7 @@ from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, spli
 from qe.lm import format as lm_format
 from qe.lm.data import LMDataModule
 from qe.lm.format import EXPORT_KIND, save as save_lm_export, unigram_logprobs  # noqa: F401  (old names, re-exported)
-from qe.lm.model import LSTMLM
+from qe.lm.model import D, LSTMLM
 from qe.core.tokenization import Tokenizer, load_tokenizer, train_tokenizer
 from qe.training import QEModule, TaskParts, instantiate_model, plain_config
 
@@ -43,16 +43,16 @@ class LanguageModelModule(QEModule):
         self,
         vocab_size: int,
         pad_id: int = 0,
-        embedding_dim: int = 512,
-        hidden_size: int = 512,
-        num_layers: int = 2,
-        dropout: float = 0.2,
-        tie_weights: bool = True,
-        lr: float = 1e-3,
-        weight_decay: float = 0.0,
-        output_layer: str = "full",
-        adaptive_cutoffs: list[int] | None = None,
-        adaptive_div_value: float = 4.0,
+        embedding_dim: int = D["embedding_dim"],
+        hidden_size: int = D["hidden_size"],
+        num_layers: int = D["num_layers"],
+        dropout: float = D["dropout"],
+        tie_weights: bool = D["tie_weights"],
+        lr: float = D["lr"],
+        weight_decay: float = D["weight_decay"],
+        output_layer: str = D["output_layer"],
+        adaptive_cutoffs: list[int] | None = D["adaptive_cutoffs"],
+        adaptive_div_value: float = D["adaptive_div_value"],
     ):
         super().__init__()
         self.save_hyperparameters()

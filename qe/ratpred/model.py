@@ -35,6 +35,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from qe.core.config import conf_defaults
+
+#: the defaults of model=ratpred_gru, written once in qe/conf/model/ratpred_gru.yaml
+D = conf_defaults("model/ratpred_gru")
+
 
 ENCODERS = ("gru", "sentence", "both", "cross")
 #: pooling of the cross-encoder's last layer
@@ -42,10 +47,11 @@ CROSS_POOLS = ("mean", "cls")
 
 
 class RatPredNet(nn.Module):
-    def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
-                 dropout: float = 0.5, pad_id: int = 0, encoder: str = "gru", sent_dim: int = 0,
-                 finetune_sentence: bool = False, sent_lead: int = 1, sent_tail: int = 1, cross_pool: str = "mean",
-                 pair_max_len: int | None = None):
+    def __init__(self, vocab_size: int, embedding_dim: int = D["embedding_dim"], hidden_size: int = D["hidden_size"],
+                 tanh_layers: int = D["tanh_layers"], dropout: float = D["dropout"], pad_id: int = 0,
+                 encoder: str = D["encoder"], sent_dim: int = 0, finetune_sentence: bool = D["finetune_sentence"],
+                 sent_lead: int = 1, sent_tail: int = 1, cross_pool: str = D["cross_pool"],
+                 pair_max_len: int | None = D["pair_max_len"]):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")

@@ -15,7 +15,7 @@ from torch import nn
 
 from qe.core.predictions import correlations, round_clip
 from qe.ratpred import format as fmt
-from qe.ratpred.model import RatPredNet, Vocab, net_inputs
+from qe.ratpred.model import D, RatPredNet, Vocab, net_inputs
 from qe.training import QEModule, plain_config
 
 log = logging.getLogger(__name__)
@@ -56,14 +56,17 @@ class RatPredModule(QEModule):
 
     export_kind = fmt.EXPORT_KIND
 
-    def __init__(self, vocab_size: int, embedding_dim: int = 300, hidden_size: int = 300, tanh_layers: int = 2,
-                 dropout: float = 0.5, lr: float = 1e-4, batch_size: int = 20, round_to: float | None = 0.5,
-                 clip: bool = True, clip_lo: float | None = None, clip_hi: float | None = None,
-                 init_bias_mean: bool = True, init_bias: float | None = None, select_rounded: bool = False,
-                 vectors: str | None = None, freeze_vectors: bool = False, encoder: str = "gru",
-                 sentence_model: str = "minilm", sent_dim: int = 0, finetune_sentence: bool = False,
-                 sentence_lr: float = 2e-5, cross_pool: str = "mean", cross_delex: bool = False,
-                 pair_max_len: int | None = None, warmup_steps: int = 0):
+    def __init__(self, vocab_size: int, embedding_dim: int = D["embedding_dim"], hidden_size: int = D["hidden_size"],
+                 tanh_layers: int = D["tanh_layers"], dropout: float = D["dropout"], lr: float = D["lr"],
+                 batch_size: int = D["batch_size"], round_to: float | None = D["round_to"], clip: bool = D["clip"],
+                 clip_lo: float | None = None, clip_hi: float | None = None,
+                 init_bias_mean: bool = D["init_bias_mean"], init_bias: float | None = None,
+                 select_rounded: bool = False, vectors: str | None = D["vectors"],
+                 freeze_vectors: bool = D["freeze_vectors"], encoder: str = D["encoder"],
+                 sentence_model: str = D["sentence_model"], sent_dim: int = 0,
+                 finetune_sentence: bool = D["finetune_sentence"], sentence_lr: float = D["sentence_lr"],
+                 cross_pool: str = D["cross_pool"], cross_delex: bool = D["cross_delex"],
+                 pair_max_len: int | None = D["pair_max_len"], warmup_steps: int = D["warmup_steps"]):
         super().__init__()
         self.save_hyperparameters()
         lead = tail = 1
