@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+from qe.core.signature import Signature
+
 EXIT_BAD_INPUT = 2
 EXIT_BAD_MODEL = 3
 
@@ -397,7 +399,7 @@ def system_table(scorer, records, rows: list[dict], kw_all: dict, n_bootstrap: i
 
 def _print_system_level(args, scorer, records, rows: list[dict], kw_all: dict) -> None:
     table = system_table(scorer, records, rows, kw_all, args.bootstrap, args.seed)
-    sig = f"{scorer.signature}|bs:{args.bootstrap}|seed:{args.seed}"
+    sig = Signature.of(scorer.signature).with_fields(bs=args.bootstrap, seed=args.seed)
     if args.json:
         from qe.core.jsonio import json_safe
 
@@ -476,7 +478,7 @@ def _shard_worker(fabric, args: dict, opts: dict, partial_path: str) -> None:
     if rank == 0:
         rows = _merge(Path(a.output), partial, records)
         if not a.quiet:
-            _summary(scorer.signature + f"|processes:{world}", [rows[r.id] for r in records], a.output)
+            _summary(Signature.of(scorer.signature).with_fields(processes=world), [rows[r.id] for r in records], a.output)
 
 
 # ------------------------------------------------------------------------------------------------- compare
@@ -512,7 +514,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     pvals = [r.p_value for r in res[1:]]
     adjusted = _adjust(pvals, args.correction)
     n_samples = args.n if args.n > 0 else (1000 if test == "bs" else 10000)
-    sig = f"{scorer.signature}|test:{'paired-bs' if test == 'bs' else 'paired-ar'}|n:{n_samples}|seed:{args.seed}"
+    sig = Signature.of(scorer.signature).with_fields(test="paired-bs" if test == "bs" else "paired-ar", n=n_samples, seed=args.seed)
     rows = []
     for i, r in enumerate(res):
         d = r.to_dict()

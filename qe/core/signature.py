@@ -83,6 +83,16 @@ class Signature(str):
                 "fields": {k: v.as_dict() if isinstance(v, Signature) else v for k, v in self.fields.items()},
                 "versions": dict(self.versions), "text": str(self)}
 
+    @classmethod
+    def of(cls, sig: Any) -> "Signature":
+        """``sig`` as a Signature: a scorer that overrides ``signature`` with a plain string keeps it as the name."""
+        return sig if isinstance(sig, Signature) else cls(str(sig))
+
+    def with_fields(self, **fields: Any) -> "Signature":
+        """This signature with more fields after its own (``qe compare``'s resampling settings, a component's name),
+        versions still last."""
+        return Signature(self.name, {**self.fields, **fields}, self.versions)
+
     def __reduce__(self):  # pickling / copying keep the parts (multiprocessing hands scorers' signatures around)
         return (Signature, (self.name, self.fields, self.versions))
 

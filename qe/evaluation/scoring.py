@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from qe.core.inputs import scorer_inputs
+from qe.core.signature import Signature
 from qe.data.record import Record, dumps
 from qe.errors import MissingInputError, QEError
 
@@ -369,7 +370,7 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
             for cname, vals in comps.items():
                 n = f"{spec.label}.{cname}"
                 metrics[n] = np.asarray(vals, float)
-                info[n] = MetricInfo(n, "scorer", _orientation(spec, scorer, cname), f"{sig}|component:{cname}", spec.model)
+                info[n] = MetricInfo(n, "scorer", _orientation(spec, scorer, cname), Signature.of(sig).with_fields(component=cname), spec.model)
         else:
             metrics[spec.label] = np.asarray(scorer.score(texts, batch_size=bs, progress=progress, **kw), float)
             info[spec.label] = MetricInfo(spec.label, "scorer", _orientation(spec, scorer, None), sig, spec.model)
