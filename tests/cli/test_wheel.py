@@ -2,7 +2,8 @@
 installed into a fresh environment, `qe` works from a directory with no clone around (train, evaluate, data, zoo).
 
 About 15-30 s: the wheel is built offline (setuptools from this environment, no build isolation), installed with
---no-deps into a venv that sees this environment's packages (torch, Lightning, ...) but not the clone."""
+--no-deps into a venv that sees this environment's packages (torch, Lightning, ...: the site directories of the
+interpreter running the tests, added by a .pth file) but not the clone."""
 import importlib.util
 import os
 import re
@@ -91,17 +92,33 @@ def test_wheel_holds_configs_recipes_and_zoo(wheel):
         assert f"Provides-Extra: {extra}" in metadata
 
 
+def _outer_site_dirs() -> list[str]:
+    """The site directories of the interpreter running the tests (its venv's, or the system's), in its order."""
+    import site
+
+    dirs = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        dirs.append(site.getusersitepackages())
+    return [d for d in dict.fromkeys(dirs) if os.path.isdir(d)]
+
+
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory):
     """(bin dir of a venv holding only the wheel on top of this environment's packages, a work dir, its env)."""
     root = tmp_path_factory.mktemp("venv")
     venv = root / "venv"
-    r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+    # Not --system-site-packages: run from inside a venv, that flag links the new venv to the *base* interpreter's
+    # site-packages, which lack this environment's packages (hydra, torch, ...). A .pth file adds the site
+    # directories of the interpreter running the tests instead, from a venv and from a system Python alike.
+    r = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         pytest.skip(f"cannot create a venv here: {r.stderr.strip()[-300:]}")
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
     py = bindir / ("python.exe" if os.name == "nt" else "python")
+    purelib = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], root).stdout.strip())
+    (purelib / "_outer_site.pth").write_text("".join(
+        f"import site; site.addsitedir({d!r})\n" for d in _outer_site_dirs()))
     # --ignore-installed: the clone's editable install of the same distribution stays outside the venv, untouched
     _run([py, "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed", "-q", wheel], cwd=root)
     work = root / "work"  # no clone, no conf/, no data/ here or above (tmp)
