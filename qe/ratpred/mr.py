@@ -58,6 +58,9 @@ import re
 from dataclasses import dataclass, field
 
 from qe.core.mr import MR_FORMATS, TRIPLE_ACT, parse_acts  # noqa: F401  (MR_FORMATS re-exported)
+from qe.core.surface import (NUMBER_WORDS as _NUMBER_WORDS, entity_text, entity_variants, find_all as _find_all,  # noqa: F401
+                             find_approx as _find_approx, new_token_variants as _new_token_variants, norm_slot,
+                             property_words, tok_close as _tok_close, value_variants)
 from qe.core.tokenization import word_tokenize
 
 NULL = "<null>"
@@ -73,65 +76,9 @@ KEEP_VALUES = frozenset({"none", "dontcare", "dont_care", "yes", "no", "yes or n
 TEXT_KEEP_VALUES = frozenset({"yes", "no", "none", "dontcare", "dont_care", "x"})
 
 
-def norm_slot(slot: str) -> str:
-    """Lower case, ``_`` and white space removed (``price_range`` / ``priceRange`` / ``price range``)."""
-    return re.sub(r"\s+", "", slot.lower().replace("_", ""))
-
-
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens (the paper tokenises and lower-cases outputs)."""
     return word_tokenize(text, lowercase=True)
-
-
-def property_words(prop: str) -> str:
-    """An RDF property as lower-cased words: ``birthPlace`` -> ``birth place``, ``ISBN_number`` -> ``isbn number``,
-    ``elevationAboveTheSeaLevel_(in_metres)`` -> ``elevation above the sea level (in metres)``."""
-    t = prop.replace("_", " ")
-    t = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", t)
-    t = re.sub(r"(?<=[A-Z])(?=[A-Z][a-z])", " ", t)
-    return " ".join(t.lower().split())
-
-
-def entity_text(value: str) -> str:
-    """An RDF subject / object as text: underscores as spaces, double quotes removed, a space before ``(``, lower
-    case, white space squeezed (``Alan_Bean`` -> ``alan bean``, ``"52.0"(minutes)`` -> ``52.0 (minutes)``)."""
-    t = value.replace("_", " ").replace('"', " ").replace("(", " (")
-    return " ".join(t.lower().split())
-
-
-_MONTHS = "january february march april may june july august september october november december".split()
-_ISO_DATE = re.compile(r"^(\d{3,4})-(\d\d)-(\d\d)$")
-#: a last word that texts often leave out of an entity's name
-_GENERIC_HEADS = frozenset({"language", "music", "cuisine", "people"})
-_ORDINAL = {1: "st", 2: "nd", 3: "rd", 21: "st", 22: "nd", 23: "rd", 31: "st"}
-
-
-def entity_variants(text: str) -> list[list[str]]:
-    """Usual surface forms (token lists) of an entity text (:func:`entity_text`), tried when it is not found verbatim
-    or approximately (module docstring): without parentheses (``isis (band)`` -> ``isis``, ``185.0 (centimetres)`` ->
-    ``185.0``), a whole number without ``.0`` (``185``), the part before the first comma (``wheeler, texas`` ->
-    ``wheeler``), an ISO date written out (``1932-03-15`` -> ``15 march 1932``, ``march 15 , 1932``, ``15th of march
-    1932``, ``march 1932``, ...), without a generic last word (``german language`` -> ``german``, ``folk music`` ->
-    ``folk``)."""
-    out: list[str] = []
-    bare = " ".join(re.sub(r"\([^()]*\)", " ", text).split())
-    if bare and bare != text:
-        out.append(bare)
-    for t in [text, bare]:
-        if re.fullmatch(r"-?\d+\.0+", t):
-            out.append(t.split(".")[0])
-    if "," in bare and bare.split(",")[0].strip():
-        out.append(bare.split(",")[0].strip())
-    m = _ISO_DATE.match(text)
-    if m and 1 <= int(m.group(2)) <= 12 and 1 <= int(m.group(3)) <= 31:
-        y, mo, d = m.group(1), _MONTHS[int(m.group(2)) - 1], int(m.group(3))
-        th = f"{d}{_ORDINAL.get(d, 'th')}"
-        out += [f"{d} {mo} {y}", f"{mo} {d}, {y}", f"{th} {mo} {y}", f"{th} of {mo} {y}", f"{th} of {mo}, {y}",
-                f"{mo} {th}, {y}", f"{mo} {th} {y}", f"{d} {mo}, {y}", f"{mo} {d} {y}", f"{mo} {y}"]
-    words = bare.split()
-    if len(words) > 1 and words[-1] in _GENERIC_HEADS:  # "german language" -> "german", "folk music" -> "folk"
-        out.append(" ".join(words[:-1]))
-    return _new_token_variants(text, out)
 
 
 def parse(mr: str, where: str = "<mr>", mr_format: str = "auto") -> list[tuple[str, list[tuple[str, str | None]]]]:
@@ -260,83 +207,6 @@ def _find(tokens: list[str], sub: list[str], used: list[bool]) -> int:
     return -1
 
 
-def _tok_close(a: str, b: str) -> bool:
-    """One token a near-variant of the other (``hotel`` / ``hotels``, ``moderate`` / ``moderately``):
-    one contains the other and their lengths differ by at most 2 (the rule of the authors' fuzzy matcher,
-    here only for tokens of 3+ characters)."""
-    if a == b:
-        return True
-    return min(len(a), len(b)) >= 3 and abs(len(a) - len(b)) <= 2 and (a in b or b in a)
-
-
-_PRICE = re.compile(r"^(less than |more than |under |over )?£(\d+)(?:\s*-\s*£?(\d+))?$")
-_RATING = re.compile(r"^(\d) out of (\d)$")
-_NUMBER_WORDS = dict(zip("0123456789", "zero one two three four five six seven eight nine".split()))
-
-
-def value_variants(value: str) -> list[list[str]]:
-    """Usual surface forms (token lists) of E2E price and rating values, tried when the value is not found
-    verbatim or approximately: ``£20-25`` -> ``20-25``, ``£20 - £25``, ``20 to 25``, ...; ``less than £20`` ->
-    ``less than 20``, ``under £20``, ...; ``5 out of 5`` -> ``5 stars``, ``five-star``, ``five out of five``;
-    ``city centre`` -> ``city center``. Other values (every EMNLP17 value) have none."""
-    out: list[str] = []
-    m = _PRICE.match(value)
-    if m:
-        qual, a, b = m.group(1) or "", m.group(2), m.group(3)
-        if b:
-            out += [f"{a}-{b}", f"£{a} - £{b}", f"{a} - {b}", f"£{a} to £{b}", f"£{a} to {b}", f"{a} to {b}",
-                    f"£{a}-£{b}"]
-        else:
-            alt = {"less than ": ["under ", "below "], "more than ": ["over ", "above "], "under ": ["less than "],
-                   "over ": ["more than "]}.get(qual, [])
-            out += [f"{q}{c}{a}" for q in [qual, *alt] for c in ("", "£")]
-    m = _RATING.match(value)
-    if m:
-        b = m.group(2)
-        for a in (m.group(1), _NUMBER_WORDS.get(m.group(1), m.group(1))):
-            out += [f"{a} out of {b}", f"{a} stars", f"{a} star", f"{a}-star", f"{a} out of {b} stars", f"{a}/{b}",
-                    f"{a} out of {_NUMBER_WORDS.get(b, b)}"]
-    if value == "city centre":  # E2E's value; the outputs often spell it the American way
-        out.append("city center")
-    return _new_token_variants(value, out)
-
-
-def _find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
-    """First unused span of ``tokens`` that approximately spells ``sub``: token by token near-variants
-    (:func:`_tok_close`), or the same characters with spaces moved (``citycentre`` / ``city centre``).
-    Returns (start, end) or (-1, -1)."""
-    n = len(sub)
-    joined = "".join(sub)
-    for i in range(len(tokens)):
-        if used[i]:
-            continue
-        if i + n <= len(tokens) and not any(used[i:i + n]) and \
-                all(_tok_close(t, v) for t, v in zip(tokens[i:i + n], sub)):
-            return i, i + n
-        acc = ""
-        for j in range(i, min(len(tokens), i + n + 2)):
-            if used[j]:
-                break
-            acc += tokens[j]
-            if acc == joined:
-                return i, j + 1
-            if not joined.startswith(acc):
-                break
-    return -1, -1
-
-
-def _find_all(tokens: list[str], sub: list[str], used: list[bool]) -> list[int]:
-    """Every unused, non-overlapping occurrence of ``sub`` (left to right)."""
-    starts, n, i = [], len(sub), 0
-    while n and i <= len(tokens) - n:
-        if tokens[i:i + n] == sub and not any(used[i:i + n]):
-            starts.append(i)
-            i += n
-        else:
-            i += 1
-    return starts
-
-
 def _match_entity(toks: list[str], vt: list[str], text: str, used: list[bool]) -> list[tuple[int, int]]:
     """Spans of an RDF entity in the output: every verbatim occurrence; else the first near-variant; else every
     occurrence of its first surface form (:func:`entity_variants`) that occurs."""
@@ -434,14 +304,3 @@ def relexicalise(tokens: list[str], values: dict[str, list[list[str]]]) -> list[
         else:
             out.append(t)
     return out
-
-
-def _new_token_variants(original: str, variants: list[str]) -> list[list[str]]:
-    """The tokenised ``variants``, each once, without the original's own tokenisation or empty ones."""
-    seen, res = {" ".join(tokenize(original))}, []
-    for o in variants:
-        t = tokenize(o)
-        if t and " ".join(t) not in seen:
-            seen.add(" ".join(t))
-            res.append(t)
-    return res
