@@ -5,6 +5,11 @@ one plain reference; ratings come either from a ``ratings`` column holding a JSO
 ``ratings.<aspect>``; precomputed metric scores likewise from ``metrics`` / ``metrics.<name>``.
 Plain text (.txt): one output per line, ids ``<stem>-<line number>``.
 
+``id`` is optional in every format: a record without one gets ``<file stem>-<line number>`` (the line number error
+messages use, blank lines counted; in a CSV the header is line 1), ``<stem>-<record number>`` in a ``.json`` list,
+``stdin-<line number>`` on standard input. A present but empty id (``""``, ``null``, an empty CSV cell) is an error,
+and ids must be unique (docs/concepts/records.md).
+
 Every problem raises :class:`qe.errors.RecordError` naming the file, the record (line and id) and the field.
 """
 from __future__ import annotations
@@ -73,8 +78,11 @@ def record_from_dict(d: dict[str, Any], where: str = "<record>", default_id: str
     if not isinstance(d, dict):
         raise RecordError(f"{where}: expected a JSON object, got {type(d).__name__}")
     rid = d.get("id", default_id)
-    if rid is None or (isinstance(rid, str) and not rid.strip()):
-        raise RecordError(f"{where}: field 'id' is missing or empty")
+    if "id" in d and (rid is None or (isinstance(rid, str) and not rid.strip())):
+        raise RecordError(f"{where}: field 'id' is empty; give a unique id or leave the field out (the default is "
+                          "<file stem>-<line number>)")
+    if rid is None:
+        raise RecordError(f"{where}: field 'id' is missing")
     rid = str(rid)
     where = f"{where} (id={rid!r})" if "id=" not in where else where
     if "output" not in d:
