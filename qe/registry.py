@@ -241,16 +241,21 @@ def load(name_or_path: str | Path, **options: Any):
     archive (``qe zoo pack``): a local ``.qe.tar.gz`` file or a URL, ``file://``, ``http(s)://`` and any protocol of
     the user's fsspec back-ends (``s3://``, ``gs://``; ``hf://`` through huggingface_hub). An archive is downloaded
     into the zoo cache keyed by its sha256 and verified before use (:mod:`qe.zoo.archive`); ``sha256="<hex>"`` (or a
-    ``#sha256=<hex>`` URL fragment) also pins the archive itself.
+    ``#sha256=<hex>`` URL fragment) also pins the archive itself, and ``timeout=`` (seconds; default
+    ``$QE_HTTP_TIMEOUT``, else 60) bounds how long a server may stay silent.
+
+    An export's ``*.safetensors`` files are checked before its kind's loader runs
+    (:func:`qe.core.export.check_weights`): a damaged one raises :class:`qe.errors.ExportError` naming the file.
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
-    from qe.core.export import MANIFEST, read_manifest
+    from qe.core.export import MANIFEST, check_weights, read_manifest
     from qe.zoo.archive import fetch_export, is_archive
 
     if is_archive(name_or_path):
         sha256 = options.pop("sha256", None)
-        return load(fetch_export(str(name_or_path), sha256=sha256), **options)
+        timeout = options.pop("timeout", None)
+        return load(fetch_export(str(name_or_path), sha256=sha256, timeout=timeout), **options)
     path = Path(str(name_or_path)).expanduser()
     if path.is_dir():
         manifest = read_manifest(path)
@@ -258,7 +263,20 @@ def load(name_or_path: str | Path, **options: Any):
         if kind not in EXPORT_KINDS:
             raise KeyError(f"{path}: export kind {kind!r} has no registered loader; known kinds: {export_kinds()}")
         check_export_files(path, kind)
-        return resolve_target(EXPORT_KINDS[kind])(path, manifest, **options)
+        check_weights(path)
+        loader = resolve_target(EXPORT_KINDS[kind])
+        try:
+            return loader(path, manifest, **options)
+        except Exception as exc:
+            # weights that parse but do not fit the network (a state_dict mismatch), or that safetensors refuses
+            # later: the export cannot be loaded (ExportError; qe score exits 3), in one line naming it
+            if type(exc).__name__ == "SafetensorError" or (
+                    isinstance(exc, RuntimeError) and "state_dict" in str(exc)):
+                from qe.errors import ExportError
+
+                why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                raise ExportError(f"{path}: its weights do not load ({why})") from None
+            raise
     key = str(name_or_path).lower()
     if key in SCORERS:
         return SCORERS[key].build(**options)

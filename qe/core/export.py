@@ -190,6 +190,27 @@ def read_manifest(
     return manifest
 
 
+def check_weights(export_dir: str | Path) -> None:
+    """Raise :class:`ExportError` naming the first ``*.safetensors`` file of the export that is not a valid
+    safetensors file: its header is parsed and checked against the file's length (no tensor is read, so this costs
+    milliseconds for any model). Run by :func:`qe.load` before a kind's loader, so a damaged or truncated weights
+    file is one line naming it (``qe score``: exit 3), not the loader's traceback."""
+    files = sorted(p for p in Path(export_dir).rglob("*.safetensors") if p.is_file())
+    if not files:
+        return
+    try:
+        from safetensors import safe_open
+    except ImportError:  # pragma: no cover - a dependency; the loader will say
+        return
+    for p in files:
+        try:
+            with safe_open(str(p), framework="numpy") as f:
+                f.keys()
+        except Exception as exc:  # noqa: BLE001 - SafetensorError, OSError: the file does not load
+            raise ExportError(f"{p}: not a valid safetensors file ({' '.join(str(exc).split())}); the export is "
+                              f"damaged: re-export or reinstall it") from None
+
+
 def verify_checksum(export_dir: str | Path, manifest: dict[str, Any]) -> None:
     """Raise :class:`ExportError` when the export's files differ from those the manifest lists, naming each
     stray, missing or changed file (manifests older than the per-file list: the overall checksum only)."""

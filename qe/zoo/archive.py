@@ -47,7 +47,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from qe.core.jsonio import dumps
-from qe.errors import ExportError, MissingDependencyError
+from qe.errors import ExportError, MissingDependencyError, QEError
 
 ARCHIVE_SUFFIX = ".qe.tar.gz"
 ARCHIVE_SUFFIXES = (ARCHIVE_SUFFIX, ".tar.gz", ".tgz")
@@ -59,9 +59,27 @@ _HEX = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@+-]*$")
 _CHUNK = 1 << 20
 
+#: how long to wait for a server's answer (connecting, or the next bytes of a download), in seconds
+DEFAULT_TIMEOUT = 60.0
+TIMEOUT_ENV = "QE_HTTP_TIMEOUT"
+#: the most bytes one archive may unpack to (and one download may hold); ``$QE_ARCHIVE_MAX_BYTES`` changes it
+DEFAULT_MAX_BYTES = 16 << 30
+MAX_BYTES_ENV = "QE_ARCHIVE_MAX_BYTES"
+#: an archive packed before member sizes were recorded unpacks to at most this many times its own size (and at
+#: least _OLD_FLOOR bytes), within the cap
+_OLD_RATIO = 50
+_OLD_FLOOR = 256 << 20
+#: ``qe_archive.json`` is small (a checksum and a size per file); a larger one is not read
+_META_MAX = 8 << 20
+
 
 class ArchiveError(ExportError):
     """An archive that cannot be used: truncated, tampered, not a qe archive, or not reachable. One line."""
+
+
+class SettingError(QEError):
+    """A local setting that cannot work: a models folder that cannot be written, a timeout or cap that is not a
+    number. Bad input (``qe`` exits with status 2), not a broken model; one line naming the setting to change."""
 
 
 # ------------------------------------------------------------------------------------------------------- helpers
@@ -114,6 +132,52 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
+def _positive(value: Any, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not (v > 0 and v != float("inf")):
+        raise SettingError(f"{what}: expected a number > 0")
+    return v
+
+
+def http_timeout(timeout: float | str | None = None) -> float:
+    """Seconds to wait for a server's answer: ``timeout``, else ``$QE_HTTP_TIMEOUT``, else 60."""
+    if timeout is not None:
+        return _positive(timeout, f"timeout {timeout!r} (--timeout)")
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    return _positive(raw, f"${TIMEOUT_ENV}={raw!r}") if raw else DEFAULT_TIMEOUT
+
+
+def archive_cap(limit: int | str | None = None) -> tuple[int, bool]:
+    """(the most bytes one archive may unpack to, whether it was set): ``limit``, else ``$QE_ARCHIVE_MAX_BYTES``,
+    else 16 GiB."""
+    if limit is not None:
+        return int(_positive(limit, f"max_bytes {limit!r}")), True
+    raw = os.environ.get(MAX_BYTES_ENV, "").strip().replace("_", "")
+    return (int(_positive(raw, f"${MAX_BYTES_ENV}={raw!r}")), True) if raw else (DEFAULT_MAX_BYTES, False)
+
+
+def _seconds(t: float) -> str:
+    return f"{t:g} s"
+
+
+def _writable(folder: Path) -> Path:
+    """``folder``, created if needed and checked writable; else one line naming it and ``$QE_MODELS``."""
+    from qe import zoo
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise SettingError(f"{folder}: cannot write to the models folder ({exc.strerror or _one_line(exc)}); set "
+                           f"${zoo.ENV_VAR} (qe zoo: --models-dir) to a folder you can write") from None
+    return folder
+
+
 # ----------------------------------------------------------------------------------------------------------- pack
 def resolve_export(source: str | os.PathLike, models_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
     """(export dir, name) for a zoo name built in the models directory or an export directory."""
@@ -161,7 +225,9 @@ def pack(source: str | os.PathLike, out_dir: str | os.PathLike, *, name: str | N
     meta = {"format": ARCHIVE_FORMAT, "archive_version": ARCHIVE_VERSION, "name": name, "kind": manifest["kind"],
             "export_checksum": export_checksum(export), "qe_version": manifest.get("qe_version"),
             "fingerprint": fp,
-            "files": {f"{name}/{p.relative_to(export).as_posix()}": sha256_of(p) for p in files}}
+            "files": {f"{name}/{p.relative_to(export).as_posix()}": sha256_of(p) for p in files},
+            # extraction refuses a member whose tar header says more bytes than this, before writing it
+            "sizes": {f"{name}/{p.relative_to(export).as_posix()}": p.stat().st_size for p in files}}
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     dest = out / f"{name}{ARCHIVE_SUFFIX}"
@@ -197,13 +263,24 @@ def pack(source: str | os.PathLike, out_dir: str | os.PathLike, *, name: str | N
 
 
 # ---------------------------------------------------------------------------------------------------------- fetch
-def _fsspec(url: str):
+def _fsspec(url: str, timeout: float):
     try:
         import fsspec
     except ImportError:
         raise MissingDependencyError(f"{url}: reading a URL needs fsspec: pip install fsspec") from None
+    options: dict[str, Any] = {}
+    if urlsplit(url).scheme.lower() in ("http", "https"):
+        # fsspec's HTTP back-end (aiohttp) waits forever by default: bound connecting and each read (not the whole
+        # download, which may be long); fs.info gets an overall limit too (it tries HEAD, then GET)
+        try:
+            import aiohttp
+
+            options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=None, connect=timeout,
+                                                                         sock_connect=timeout, sock_read=timeout)}
+        except ImportError:
+            pass  # fsspec says what to install below
     try:
-        return fsspec.core.url_to_fs(url)
+        return fsspec.core.url_to_fs(url, **options)
     except ImportError as exc:  # the protocol's back-end is missing (hf:// without huggingface_hub, s3fs, gcsfs)
         hint = "pip install huggingface_hub" if url.startswith("hf://") else str(exc).splitlines()[0]
         raise MissingDependencyError(f"{url}: no fsspec back-end for this protocol ({hint})") from None
@@ -211,27 +288,70 @@ def _fsspec(url: str):
         raise ArchiveError(f"{url}: {_one_line(exc)}") from None
 
 
-def _remote_tag(fs: Any, path: str) -> dict[str, Any] | None:
-    """What identifies the remote file's current version without downloading it (None: nothing reliable)."""
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _network_error(exc: BaseException, url: str, timeout: float) -> tuple[str, ArchiveError] | None:
+    """(reason, one line) for what went wrong on the network: ``timeout`` (no answer in time), ``refused``
+    (connection refused), ``404`` or ``http`` (another HTTP error status); None when ``exc`` is none of these."""
+    import errno
+
+    where = urlsplit(url).netloc or url
+    for e in _causes(exc):
+        if isinstance(e, TimeoutError) or type(e).__name__ in ("ServerTimeoutError", "FSTimeoutError",
+                                                               "ReadTimeout", "ConnectTimeout"):
+            return "timeout", ArchiveError(f"{url}: timed out after {_seconds(timeout)} (the server sent nothing; "
+                                           f"--timeout or ${TIMEOUT_ENV} waits longer)")
+        if isinstance(e, ConnectionRefusedError) or getattr(e, "errno", None) == errno.ECONNREFUSED or \
+                isinstance(getattr(e, "os_error", None), ConnectionRefusedError):
+            return "refused", ArchiveError(f"{url}: connection refused by {where} (no server listening there)")
+        status = getattr(e, "status", None) or getattr(getattr(e, "response", None), "status_code", None)
+        if isinstance(status, int) and status >= 400:
+            if status == 404:
+                return "404", ArchiveError(f"{url}: not found (HTTP 404)")
+            msg = getattr(e, "message", "") or ""
+            return "http", ArchiveError(f"{url}: HTTP {status}{' ' + str(msg) if msg else ''}")
+    return None
+
+
+def _remote_tag(fs: Any, path: str, url: str, timeout: float) -> tuple[dict[str, Any] | None, int | None]:
+    """(what identifies the remote file's current version without downloading it, or None when nothing reliable;
+    its size when known). No answer in time, or a refused connection, is an error at once."""
     try:
-        info = fs.info(path)
-    except Exception:  # noqa: BLE001 - no HEAD / offline: no tag
-        return None
+        from fsspec.asyn import AsyncFileSystem
+
+        # an async back-end's sync wrapper takes an overall limit (fs.info may try HEAD, then GET)
+        info = fs.info(path, timeout=timeout) if isinstance(fs, AsyncFileSystem) else fs.info(path)
+    except Exception as exc:  # noqa: BLE001 - no HEAD / offline: no tag, unless the server is unreachable
+        err = _network_error(exc, url, timeout)
+        if err is not None and err[0] in ("timeout", "refused", "404"):
+            raise err[1] from None
+        return None, None
+    size = info.get("size") if isinstance(info.get("size"), int) else None
     lfs = info.get("lfs") if isinstance(info.get("lfs"), dict) else None
     if lfs and lfs.get("sha256"):
-        return {"sha256": str(lfs["sha256"]).lower()}
+        return {"sha256": str(lfs["sha256"]).lower()}, size
     tag = {k: str(info[k]) for k in ("ETag", "etag", "Content-MD5", "Digest", "Last-Modified", "last_commit",
                                      "blob_id") if info.get(k)}
     if not tag:
-        return None
+        return None, size
     tag["size"] = info.get("size")
-    return tag
+    return tag, size
 
 
-def fetch(source: str | os.PathLike, *, sha256: str | None = None,
-          models_dir: str | os.PathLike | None = None) -> tuple[Path, str]:
+def fetch(source: str | os.PathLike, *, sha256: str | None = None, models_dir: str | os.PathLike | None = None,
+          timeout: float | None = None, max_bytes: int | None = None) -> tuple[Path, str]:
     """(local archive file, its sha256) for a local path, ``file://`` URL or remote URL (through fsspec), checked
-    against ``sha256`` (or a ``#sha256=`` fragment) when given. Remote archives are cached by checksum."""
+    against ``sha256`` (or a ``#sha256=`` fragment) when given. Remote archives are cached by checksum.
+
+    ``timeout``: seconds to wait for the server (connecting, and each read of the download); default
+    ``$QE_HTTP_TIMEOUT``, else 60. A download larger than the archive cap (``max_bytes``, ``$QE_ARCHIVE_MAX_BYTES``,
+    16 GiB) is refused."""
     src = str(source)
     if is_url(src):
         src, frag = split_fragment(src)
@@ -248,17 +368,19 @@ def fetch(source: str | os.PathLike, *, sha256: str | None = None,
             raise ArchiveError(f"{path}: archive sha256 {got[:12]} != expected {want[:12]} (tampered, truncated or "
                                f"another file); refusing it")
         return path, got
+    wait = http_timeout(timeout)
+    cap, _ = archive_cap(max_bytes)
     cache = cache_dir(models_dir) / "archives"
-    cache.mkdir(parents=True, exist_ok=True)
     if want and (cache / f"{want}{ARCHIVE_SUFFIX}").is_file():
         return cache / f"{want}{ARCHIVE_SUFFIX}", want
-    fs, path = _fsspec(src)
+    _writable(cache)
+    fs, path = _fsspec(src, wait)
     index_path = cache / "urls.json"
     try:
         index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
     except (OSError, json.JSONDecodeError):
         index = {}
-    tag = _remote_tag(fs, path)
+    tag, size = _remote_tag(fs, path, src, wait)
     known = index.get(src)
     hit = None
     if tag and tag.get("sha256"):
@@ -267,18 +389,31 @@ def fetch(source: str | os.PathLike, *, sha256: str | None = None,
         hit = known.get("sha256")
     if hit and (cache / f"{hit}{ARCHIVE_SUFFIX}").is_file() and (want is None or hit == want):
         return cache / f"{hit}{ARCHIVE_SUFFIX}", hit
+    if size is not None and size > cap:
+        raise ArchiveError(f"{src}: {size:,} bytes, over the archive cap of {cap:,} (${MAX_BYTES_ENV} raises it)")
     tmp = cache / f".download-{os.getpid()}-{os.urandom(4).hex()}"
     h = hashlib.sha256()
+    got_bytes = 0
     try:
-        with fs.open(path, "rb") as fin, open(tmp, "wb") as fout:
+        known = {"size": size} if size and urlsplit(src).scheme.lower() in ("http", "https") else {}
+        with fs.open(path, "rb", **known) as fin, open(tmp, "wb") as fout:
             for block in iter(lambda: fin.read(_CHUNK), b""):
+                got_bytes += len(block)
+                if got_bytes > cap:
+                    raise ArchiveError(f"{src}: more than {cap:,} bytes, over the archive cap (${MAX_BYTES_ENV} "
+                                       f"raises it); refusing it")
                 h.update(block)
                 fout.write(block)
-    except FileNotFoundError:
+    except ArchiveError:
         tmp.unlink(missing_ok=True)
-        raise ArchiveError(f"{src}: not found") from None
+        raise
     except Exception as exc:  # noqa: BLE001 - any back-end's network error: one line naming the URL
         tmp.unlink(missing_ok=True)
+        reason = _network_error(exc, src, wait)
+        if reason is not None:
+            raise reason[1] from None
+        if isinstance(exc, FileNotFoundError):
+            raise ArchiveError(f"{src}: not found") from None
         raise ArchiveError(f"{src}: download failed ({_one_line(exc)})") from None
     got = h.hexdigest()
     if want and got != want:
@@ -313,6 +448,9 @@ def read_meta(archive: Path, label: str | None = None) -> dict[str, Any]:
             first = tar.next()
             if first is None or first.name != ARCHIVE_MANIFEST or not first.isreg():
                 raise ArchiveError(f"{label}: not a qe archive (its first member is not {ARCHIVE_MANIFEST})")
+            if first.size > _META_MAX:
+                raise ArchiveError(f"{label}: {ARCHIVE_MANIFEST} is {first.size:,} bytes (at most {_META_MAX:,} are "
+                                   f"read); not a qe archive, refusing it")
             meta = json.loads(tar.extractfile(first).read().decode("utf-8"))
     except ArchiveError:
         raise
@@ -325,31 +463,81 @@ def read_meta(archive: Path, label: str | None = None) -> dict[str, Any]:
                            f"expected; repack it with this qe")
     if not _NAME.match(str(meta.get("name", ""))) or not isinstance(meta.get("files"), dict):
         raise ArchiveError(f"{label}: {ARCHIVE_MANIFEST} has no valid 'name' and 'files'")
+    sizes = meta.get("sizes")  # absent in archives packed before sizes were recorded
+    if sizes is not None and not (isinstance(sizes, dict) and set(sizes) == set(meta["files"]) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in sizes.values())):
+        raise ArchiveError(f"{label}: {ARCHIVE_MANIFEST} has 'sizes' that do not give one byte count per file of "
+                           f"'files'; refusing it")
     return meta
 
 
-def extract_verified(archive: Path, dest_parent: Path, *, label: str | None = None) -> tuple[Path, dict[str, Any]]:
+def _size_limit(archive: Path, meta: dict[str, Any], label: str, limit: int | None) -> tuple[int, str]:
+    """(the most bytes the archive may unpack to, what to change for more); refuses an archive whose declared sizes
+    pass the cap."""
+    cap, chosen = archive_cap(limit)
+    sizes = meta.get("sizes")
+    if sizes is None:  # packed before sizes were recorded: a multiple of its own size, unless a cap is set
+        ratio = min(cap, max(_OLD_FLOOR, _OLD_RATIO * archive.stat().st_size))
+        if not chosen and ratio < cap:
+            return ratio, (f"an archive without recorded member sizes unpacks to at most {_OLD_RATIO}x its own size; "
+                           f"set ${MAX_BYTES_ENV} to allow more")
+        return cap, f"${MAX_BYTES_ENV} raises it"
+    total = sum(sizes.values())
+    if total > cap:
+        raise ArchiveError(f"{label}: unpacks to {total:,} bytes, over the cap of {cap:,} (${MAX_BYTES_ENV} raises "
+                           f"it); refusing it")
+    return total, f"${MAX_BYTES_ENV} raises it"
+
+
+def extract_verified(archive: Path, dest_parent: Path, *, label: str | None = None,
+                     max_bytes: int | None = None) -> tuple[Path, dict[str, Any]]:
     """Extract into a new temporary folder under ``dest_parent`` and verify every file; return (export folder inside
-    it, archive meta). The caller moves the export into place and removes the temporary folder."""
+    it, archive meta). The caller moves the export into place and removes the temporary folder.
+
+    Members are read one tar header at a time and each is checked before its bytes are written: a plain file or
+    folder inside the model's folder; listed in ``qe_archive.json`` with the size its header gives (archives that
+    record ``sizes``); and the running total within the cap (``max_bytes``, ``$QE_ARCHIVE_MAX_BYTES``, 16 GiB; an
+    archive without ``sizes``: at most 50 times its own size, at least 256 MiB). tarfile writes exactly the header's
+    size, so nothing larger than declared reaches the disk."""
     from qe.core.export import export_checksum, read_manifest, verify_checksum
 
     label = label or str(archive)
     meta = read_meta(archive, label)
     name = meta["name"]
-    dest_parent.mkdir(parents=True, exist_ok=True)
+    sizes = meta.get("sizes")
+    limit, why = _size_limit(archive, meta, label, max_bytes)
+    _writable(dest_parent)
+    if sizes is not None:
+        free = shutil.disk_usage(dest_parent).free
+        if limit > free:
+            raise ArchiveError(f"{label}: unpacks to {limit:,} bytes, but {dest_parent} has {free:,} free; "
+                               f"refusing it")
     tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=dest_parent))
     try:
         try:
             with tarfile.open(archive, "r:gz") as tar:
-                members = tar.getmembers()
-                for m in members:
+                total = 0
+                for m in tar:  # one header at a time: a member is refused before its data is read or written
                     _check_member(m, label)
                     if m.name != ARCHIVE_MANIFEST and m.name != name and not m.name.startswith(f"{name}/"):
                         raise ArchiveError(f"{label}: member {m.name!r} is outside the model folder {name!r}")
-                if hasattr(tarfile, "data_filter"):
-                    tar.extractall(tmp, members=members, filter="data")
-                else:  # Python without extraction filters: members were checked above
-                    tar.extractall(tmp, members=members)
+                    if m.isreg() and m.name != ARCHIVE_MANIFEST:
+                        if m.issparse():
+                            raise ArchiveError(f"{label}: member {m.name!r} is a sparse file (qe zoo pack writes "
+                                               f"none); refusing it")
+                        if sizes is not None and m.name not in sizes:
+                            raise ArchiveError(f"{label}: stray member {m.name!r}, not in {ARCHIVE_MANIFEST}; "
+                                               f"tampered, refusing it")
+                        if sizes is not None and m.size != sizes[m.name]:
+                            raise ArchiveError(f"{label}: member {m.name!r} is {m.size:,} bytes, {ARCHIVE_MANIFEST} "
+                                               f"declares {sizes[m.name]:,}; tampered, refusing it")
+                        total += m.size
+                        if total > limit:
+                            raise ArchiveError(f"{label}: unpacks to more than {limit:,} bytes ({why}); refusing it")
+                    if hasattr(tarfile, "data_filter"):
+                        tar.extract(m, tmp, filter="data")
+                    else:  # Python without extraction filters: the member was checked above
+                        tar.extract(m, tmp)
         except ArchiveError:
             raise
         except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
@@ -383,12 +571,14 @@ def extract_verified(archive: Path, dest_parent: Path, *, label: str | None = No
 
 
 def fetch_export(source: str | os.PathLike, *, sha256: str | None = None,
-                 models_dir: str | os.PathLike | None = None) -> Path:
+                 models_dir: str | os.PathLike | None = None, timeout: float | None = None) -> Path:
     """A verified export folder for an archive (path or URL), extracted once per archive checksum into
-    ``<models>/.cache/exports/<sha256>/<name>`` (what :func:`qe.load` uses for a URL)."""
+    ``<models>/.cache/exports/<sha256>/<name>`` (what :func:`qe.load` uses for a URL). ``timeout``: as
+    :func:`fetch`. A cache folder that cannot be written is :class:`SettingError` (one that already holds the
+    extraction is only read)."""
     from qe.core.export import MANIFEST
 
-    archive, digest = fetch(source, sha256=sha256, models_dir=models_dir)
+    archive, digest = fetch(source, sha256=sha256, models_dir=models_dir, timeout=timeout)
     root = cache_dir(models_dir) / "exports"
     done = root / digest
     if done.is_dir():
@@ -407,16 +597,67 @@ def fetch_export(source: str | os.PathLike, *, sha256: str | None = None,
 
 
 # -------------------------------------------------------------------------------------------------------- install
+def load_check(export: Path, meta: dict[str, Any], label: str) -> str:
+    """Load an extracted export as :func:`qe.load` would and, when the archive carries a fingerprint over the probe
+    set this qe ships, score the probes and compare with it within the kind's tolerance
+    (:mod:`qe.zoo.fingerprint`). Returns one line saying what was checked; raises :class:`ArchiveError` when the
+    model does not load or scores differently. A missing optional package is raised as it is (it names what to
+    install)."""
+    from qe.core.export import read_manifest
+    from qe.registry import load
+    from qe.zoo import fingerprint as fpm
+
+    manifest = read_manifest(export)
+    kind = manifest["kind"]
+    try:
+        scorer = load(export, **fpm.LOAD_OPTIONS.get(kind, {}))
+    except MissingDependencyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the kind's loader raises: the model does not load
+        why = " ".join(str(exc).split()) if isinstance(exc, ExportError) else _one_line(exc)
+        raise ArchiveError(f"{label}: the model inside cannot be loaded ({why}); refusing it") from None
+    fp = meta.get("fingerprint")
+    if not fpm.has_scores(fp):
+        return "loads; the archive carries no fingerprint to compare with"
+    try:
+        same_set = fpm.load_probes(str(fp.get("probe_set"))).sha256 == fp["probe_sha256"]
+    except fpm.FingerprintError:
+        same_set = False
+    if not same_set:
+        return f"loads; its fingerprint is over a probe set this qe does not ship ({fp.get('probe_set')!r})"
+    try:
+        mine = fpm.compute(export, manifest, scorer=scorer)
+    except MissingDependencyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - as above
+        raise ArchiveError(f"{label}: the model inside loads but cannot score its probe set ({_one_line(exc)}); "
+                           f"refusing it") from None
+    v = fpm.compare(fpm.Identity("the archive's fingerprint", kind, None, fp),
+                    fpm.Identity(str(export), kind, None, mine))
+    how = v.summary.split("; ", 1)[-1]  # without "checksum None vs None"
+    if not v.same:
+        raise ArchiveError(f"{label}: loads, but its probe-set scores are different from the fingerprint it carries "
+                           f"({how}); refusing it (--no-check installs it anyway)")
+    return f"loads; probe scores equivalent to its fingerprint ({how})"
+
+
 def install(source: str | os.PathLike, models_dir: str | os.PathLike | None = None, *, name: str | None = None,
-            force: bool = False, sha256: str | None = None) -> tuple[Path, dict[str, Any], bool]:
+            force: bool = False, sha256: str | None = None, timeout: float | None = None,
+            check: bool = True) -> tuple[Path, dict[str, Any], bool]:
     """Install an archive (path or URL) as ``<models>/<name>`` after verifying it; return (path, archive meta,
     whether anything was installed). The zoo record ``<models>/.zoo/<name>.json`` gets the checksum and fingerprint
-    so ``qe zoo verify NAME`` compares later rebuilds or copies with it."""
+    so ``qe zoo verify NAME`` compares later rebuilds or copies with it.
+
+    ``check`` (default): before it is moved into place, the model is loaded and its probe set scored against the
+    fingerprint the archive carries (:func:`load_check`; what was checked is ``meta["checked"]``); a model that
+    does not load or scores differently is refused and nothing is installed. ``timeout``: as :func:`fetch`. A
+    models folder that cannot be written is :class:`SettingError`."""
     from qe import zoo
     from qe.core.export import MANIFEST, read_manifest
 
     models = zoo.models_dir(models_dir).expanduser()
-    archive, digest = fetch(source, sha256=sha256, models_dir=models)
+    _writable(models)
+    archive, digest = fetch(source, sha256=sha256, models_dir=models, timeout=timeout)
     meta = read_meta(archive, str(source))
     name = name or meta["name"]
     if not _NAME.match(name):
@@ -432,6 +673,8 @@ def install(source: str | os.PathLike, models_dir: str | os.PathLike | None = No
     export, _ = extract_verified(archive, models / ".install", label=str(source))
     tmp = export.parent
     try:
+        if check:
+            meta["checked"] = load_check(export, meta, str(source))
         if final.exists():
             old = models / ".install" / f".{name}.old-{os.getpid()}"
             os.replace(final, old)
@@ -503,5 +746,6 @@ def push(source: str | os.PathLike, repo: str, *, models_dir: str | os.PathLike 
     return f"hf://{repo}/{archive.name}"
 
 
-__all__ = ["ArchiveError", "ARCHIVE_SUFFIX", "ARCHIVE_MANIFEST", "is_url", "is_archive", "pack", "fetch",
-           "read_meta", "extract_verified", "fetch_export", "install", "push", "cache_dir", "resolve_export"]
+__all__ = ["ArchiveError", "SettingError", "ARCHIVE_SUFFIX", "ARCHIVE_MANIFEST", "is_url", "is_archive", "pack",
+           "fetch", "read_meta", "extract_verified", "fetch_export", "install", "load_check", "push", "cache_dir",
+           "resolve_export", "http_timeout", "archive_cap"]

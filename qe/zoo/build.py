@@ -61,7 +61,7 @@ from pathlib import Path
 
 from qe import zoo as _names
 from qe.core.jsonio import dumps
-from qe.errors import ExportError, MissingDependencyError
+from qe.errors import ExportError, MissingDependencyError, QEError
 from qe.core.export import MANIFEST, export_checksum, read_manifest, verify_checksum
 from qe.zoo import card
 from qe.zoo import fingerprint as fpm
@@ -432,7 +432,8 @@ RUN_FILES = ("results.json", "predictions.jsonl", "dev_predictions.jsonl", "grue
              "csv/version_0/metrics.csv", "csv/version_0/hparams.yaml")
 
 
-def _identity(spec: str, models_dir: str | Path | None, *, live: bool = False) -> fpm.Identity:
+def _identity(spec: str, models_dir: str | Path | None, *, live: bool = False,
+              timeout: float | None = None) -> fpm.Identity:
     """What ``spec`` names, as an identity: a zoo name built in the models directory, an export directory, an
     archive (path or URL; fetched and verified), or a fingerprint file (``qe zoo fingerprint -o``, a build record)."""
     from qe.zoo import archive
@@ -441,7 +442,8 @@ def _identity(spec: str, models_dir: str | Path | None, *, live: bool = False) -
     if (p / MANIFEST).is_file():
         return fpm.identity_of_export(p, live=live)
     if archive.is_archive(spec):
-        return fpm.identity_of_export(archive.fetch_export(spec, models_dir=models_dir), live=live, source=spec)
+        return fpm.identity_of_export(archive.fetch_export(spec, models_dir=models_dir, timeout=timeout), live=live,
+                                      source=spec)
     if p.is_file() and p.suffix == ".json":
         return fpm.identity_of_json(p)
     built = _names.model_path(spec, models_dir)
@@ -496,7 +498,8 @@ def published_fingerprint(name: str) -> Path | None:
     return p if p.is_file() else None
 
 
-def verify(names: list[str], models_dir: str | Path | None = None, *, against: str | None = None) -> int:
+def verify(names: list[str], models_dir: str | Path | None = None, *, against: str | None = None,
+           timeout: float | None = None) -> int:
     """For each built model: its files still match its manifest, and it is bit-identical / equivalent / different
     compared with the recorded build (``against``: another model, archive, URL or fingerprint file). A model whose
     checksum differs from the reference is scored on its probe set now (its own, current behaviour). Returns 0 when
@@ -529,7 +532,8 @@ def verify(names: list[str], models_dir: str | Path | None = None, *, against: s
                 ref = fpm.identity_of_json(pub)
                 ref.source = f"the published build ({pub.name}, docs/results/zoo.md)"
             else:
-                ref = _identity(against, models_dir) if against else _reference(name, models, manifest)
+                ref = _identity(against, models_dir, timeout=timeout) if against else _reference(name, models,
+                                                                                                  manifest)
             if ref is None:
                 print(f"{name}: ok {digest} (files match the manifest; no build record or fingerprint to compare with)")
                 continue
@@ -545,10 +549,10 @@ def verify(names: list[str], models_dir: str | Path | None = None, *, against: s
 
 
 def compare(a: str, b: str, models_dir: str | Path | None = None, *, live: bool = False,
-            as_json: bool = False) -> int:
+            as_json: bool = False, timeout: float | None = None) -> int:
     """``qe zoo compare A B``: bit-identical / equivalent / different (0, 0, 1). ``live`` rescores both exports'
     probe sets instead of using their recorded fingerprints."""
-    ia, ib = _identity(a, models_dir, live=live), _identity(b, models_dir, live=live)
+    ia, ib = _identity(a, models_dir, live=live, timeout=timeout), _identity(b, models_dir, live=live, timeout=timeout)
     v = fpm.compare(ia, ib)
     if as_json:
         print(dumps({"a": ia.source, "b": ib.source, **v.to_json()}, indent=2))  # max_delta may be inf: "inf"
@@ -557,10 +561,11 @@ def compare(a: str, b: str, models_dir: str | Path | None = None, *, live: bool 
     return 0 if v.same else 1
 
 
-def fingerprint(spec: str, models_dir: str | Path | None = None, *, out: str | None = None, live: bool = False) -> int:
+def fingerprint(spec: str, models_dir: str | Path | None = None, *, out: str | None = None, live: bool = False,
+                timeout: float | None = None) -> int:
     """Print (or write to ``out``) a model's identity: kind, checksum, fingerprint - the file a model's publisher
     gives so that others can ``qe zoo verify NAME --against FILE`` their rebuild."""
-    ident = _identity(spec, models_dir, live=live)
+    ident = _identity(spec, models_dir, live=live, timeout=timeout)
     if not fpm.has_scores(ident.fingerprint):
         ident.ensure_fingerprint()
     text = dumps({k: v for k, v in ident.to_json().items() if k != "source"}, indent=2) + "\n"
@@ -619,8 +624,16 @@ def main(argv: list[str] | None = None) -> int:
     :class:`ZooError` (the ``qe`` CLI prints it and exits with status 2)."""
     try:
         return _main(argv)
-    except (ExportError, MissingDependencyError, FileNotFoundError) as exc:
+    except (QEError, FileNotFoundError) as exc:  # ExportError, MissingDependencyError, archive.SettingError ...
         raise ZooError(" ".join(str(exc.args[0] if exc.args else exc).split())) from exc
+
+
+def _timeout_option(parser: argparse.ArgumentParser) -> None:
+    from qe.zoo import archive
+
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help=f"how long to wait for a server's answer when reading a URL (default: "
+                             f"${archive.TIMEOUT_ENV} or {archive.DEFAULT_TIMEOUT:g})")
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -643,15 +656,18 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--against", default=None,
                    help="compare with this model instead: zoo name, export, archive, URL or fingerprint .json; "
                         "'published': the build docs report (fingerprint shipped in qe/resources/fingerprints)")
+    _timeout_option(v)
     cp = sub.add_parser("compare", help="bit-identical / equivalent / different: two models")
     cp.add_argument("a", help="zoo name, export directory, archive, URL or fingerprint .json")
     cp.add_argument("b")
     cp.add_argument("--live", action="store_true", help="score both probe sets now instead of using the recorded")
     cp.add_argument("--json", action="store_true")
+    _timeout_option(cp)
     fp = sub.add_parser("fingerprint", help="a model's identity: checksum, probe-set scores, validation figures")
     fp.add_argument("model", help="zoo name, export directory, archive or URL")
     fp.add_argument("-o", "--output", default=None, help="write the JSON here (default: print it)")
     fp.add_argument("--live", action="store_true", help="score the probe set now instead of using the recorded")
+    _timeout_option(fp)
     pk = sub.add_parser("pack", help="one verified archive of a model: OUT/NAME.qe.tar.gz (+ .sha256)")
     pk.add_argument("model", help="zoo name or export directory")
     pk.add_argument("-o", "--out", default=".", help="output folder (default: .)")
@@ -661,6 +677,10 @@ def _main(argv: list[str] | None = None) -> int:
     ins.add_argument("--name", default=None, help="install under this name (default: the archive's)")
     ins.add_argument("--force", action="store_true", help="replace another model of that name")
     ins.add_argument("--sha256", default=None, help="the archive's expected sha256 (its .sha256 file)")
+    ins.add_argument("--no-check", action="store_true",
+                     help="do not load the model and score its probe set against the archive's fingerprint before "
+                          "installing it")
+    _timeout_option(ins)
     pu = sub.add_parser("push", help="publish a model to the Hugging Face Hub (needs huggingface_hub and a token)")
     pu.add_argument("model", help="zoo name or export directory")
     pu.add_argument("repo", help="USER/REPO on the Hub")
@@ -678,11 +698,11 @@ def _main(argv: list[str] | None = None) -> int:
     if a.cmd == "list":
         return list_models(a.models_dir, a.verbose)
     if a.cmd == "verify":
-        return verify(a.names, a.models_dir, against=a.against)
+        return verify(a.names, a.models_dir, against=a.against, timeout=a.timeout)
     if a.cmd == "compare":
-        return compare(a.a, a.b, a.models_dir, live=a.live, as_json=a.json)
+        return compare(a.a, a.b, a.models_dir, live=a.live, as_json=a.json, timeout=a.timeout)
     if a.cmd == "fingerprint":
-        return fingerprint(a.model, a.models_dir, out=a.output, live=a.live)
+        return fingerprint(a.model, a.models_dir, out=a.output, live=a.live, timeout=a.timeout)
     if a.cmd == "pack":
         dest = archive.pack(a.model, a.out, name=a.name, models_dir=a.models_dir)
         meta = archive.read_meta(dest)
@@ -690,9 +710,11 @@ def _main(argv: list[str] | None = None) -> int:
               f"{meta['export_checksum'][:12]}, {len(meta['files'])} files)")
         return 0
     if a.cmd == "install":
-        path, meta, done = archive.install(a.source, a.models_dir, name=a.name, force=a.force, sha256=a.sha256)
+        path, meta, done = archive.install(a.source, a.models_dir, name=a.name, force=a.force, sha256=a.sha256,
+                                           timeout=a.timeout, check=not a.no_check)
         state = "installed" if done else "already installed"
-        print(f"{path.name}: {state} at {path} (verified; export checksum {meta['export_checksum'][:12]})")
+        checked = f"; {meta['checked']}" if meta.get("checked") else ""
+        print(f"{path.name}: {state} at {path} (verified; export checksum {meta['export_checksum'][:12]}{checked})")
         return 0
     if a.cmd == "push":
         url = archive.push(a.model, a.repo, models_dir=a.models_dir, private=a.private, revision=a.revision)
