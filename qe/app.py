@@ -214,7 +214,30 @@ def describe(exc: BaseException) -> tuple[int, str] | None:
         return EXIT_BAD_INPUT, _one_line(str(exc))
     if isinstance(exc, ValueError) and _raised_in_qe(exc, ("qe", "hydra")):
         return EXIT_BAD_INPUT, _one_line(str(exc))
+    run_dir_error = _run_dir_oserror(exc)
+    if run_dir_error is not None:
+        reason = run_dir_error.strerror or type(run_dir_error).__name__
+        return EXIT_BAD_INPUT, (f"cannot write the run folder (hydra.run.dir): {run_dir_error.filename}: {reason}; "
+                                "choose a folder you can write")
     return None
+
+
+def _run_dir_oserror(exc: BaseException) -> OSError | None:
+    """The OSError of Hydra preparing the run folder (creating it, writing ``.hydra/`` or the job's log), which
+    happens before the task runs: the error (or the one it was raised from) is an OSError with a file name, and the
+    traceback goes through Hydra's ``run_job`` and its last qe or Hydra frame is Hydra's (the task's own errors end
+    in qe frames)."""
+    err = exc if isinstance(exc, OSError) else (exc.__cause__ or exc.__context__)
+    if not isinstance(err, OSError) or not err.filename:
+        return None
+    last, in_run_job, tb = "", False, exc.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_globals.get("__name__", "")
+        if name.split(".")[0] in ("qe", "hydra"):
+            last = name
+        in_run_job = in_run_job or (name == "hydra.core.utils" and tb.tb_frame.f_code.co_name == "run_job")
+        tb = tb.tb_next
+    return err if in_run_job and last.split(".")[0] == "hydra" else None
 
 
 def _report(prog: str, message: str) -> None:
@@ -413,6 +436,9 @@ def evaluate(argv: list[str] | None = None, *, prog: str = "qe evaluate", conf: 
 
         run_evaluation(cfg, entry=entry or prog)
 
+    from qe.core.rundir import register_resolvers
+
+    register_resolvers()  # ${qe.new_dir:...}: the default run folder, one of its own per run (conf/evaluate.yaml)
     return run_hydra(evaluate_task, "evaluate", list(sys.argv[1:] if argv is None else argv), prog, conf)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -161,16 +162,101 @@ class EvalData:
         return sorted(set(self.system.tolist()))
 
 
-def covariates_of(outputs: list[str], splitter: str = "pysbd") -> dict[str, np.ndarray]:
-    """Length in whitespace words (the ``length`` baseline's unit) and sentence count (:func:`qe.core.text.split_sentences`)
-    of each output; empty when no output has text."""
-    from qe.core.text import split_sentences
+#: an output longer than this (characters) has its sentences counted chunk by chunk (:func:`count_sentences`):
+#: pysbd's time grows with the square of a text's length (a 1 MB output ran for minutes); chunks keep it linear
+SENTENCE_CHUNK_CHARS = 3_000
 
+
+def count_sentences(text: str, splitter: str = "pysbd") -> int:
+    """Number of sentences of ``text`` (:func:`qe.core.text.split_sentences`). A text longer than
+    :data:`SENTENCE_CHUNK_CHARS` is split a chunk at a time, so that the time is linear in its length: a chunk of at
+    most that many characters (cut at a space) is split, every sentence but its last is counted, and the next chunk
+    starts where that last sentence starts (it may go on past the cut). The boundaries are the splitter's own, so the
+    count is the whole text's except where the splitter would decide differently with more than a chunk of context;
+    one sentence longer than a chunk is counted in pieces. Shorter texts are split whole, exactly as before."""
+    from qe.core import text as T
+
+    if not text.strip():
+        return 0
+    if splitter == "newline" or len(text) <= SENTENCE_CHUNK_CHARS:
+        return len(T.split_sentences(text, splitter))
+    flat = re.sub(r"\s+", " ", text).strip()
+    n, start = 0, 0
+    while True:
+        piece = flat[start:start + SENTENCE_CHUNK_CHARS]
+        if start + len(piece) >= len(flat):
+            return n + len(T.split_sentences(piece, splitter))
+        space = piece.rfind(" ")
+        piece = piece[:space] if space > 0 else piece  # never cut inside a word (unless the chunk has no space)
+        sents = T.split_sentences(piece, splitter)
+        at = piece.rfind(sents[-1]) if len(sents) > 1 else -1
+        if at > 0:  # the last sentence may run on past the cut: the next chunk starts with it
+            n, start = n + len(sents) - 1, start + at
+        else:
+            n, start = n + len(sents), start + len(piece)
+
+
+def covariates_of(outputs: list[str], splitter: str = "pysbd", notes: list[str] | None = None) -> dict[str, np.ndarray]:
+    """Length in whitespace words (the ``length`` baseline's unit) and sentence count (:func:`count_sentences`)
+    of each output; empty when no output has text. An output counted in chunks is said in ``notes``."""
     length = np.array([len(o.split()) for o in outputs], float)
     if not length.any():
         return {}
-    sents = np.array([len(split_sentences(o, splitter)) if o.strip() else 0 for o in outputs], float)
+    sents = np.array([count_sentences(o, splitter) for o in outputs], float)
+    long = sum(len(o) > SENTENCE_CHUNK_CHARS for o in outputs) if splitter != "newline" else 0
+    if long and notes is not None:
+        notes.append(f"{_plural(long, 'output')} longer than {SENTENCE_CHUNK_CHARS:,} characters: for the sentence "
+                     f"count (a confound covariate) {'it was' if long == 1 else 'they were'} split into chunks of at "
+                     f"most {SENTENCE_CHUNK_CHARS:,} characters, each ending at a sentence boundary of the splitter, "
+                     "so that counting takes linear time.")
     return {"length": length, "sentences": sents}
+
+
+def rating_scale(value, key: str) -> tuple[float, float] | None:
+    """``[low, high]`` from a config as two floats (None when not set); anything else is an error naming ``key``."""
+    from qe.evaluation.scoring import EvaluationConfigError
+
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return None
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise EvaluationConfigError(f"{key}={value!r}: give the rating scale as [low, high], e.g. [1, 5]") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise EvaluationConfigError(f"{key}=[{lo:g}, {hi:g}]: give the rating scale as [low, high] with low < high, "
+                                    "both finite")
+    return lo, hi
+
+
+def check_rating_range(records, scale: tuple[float, float] | None, key: str, aspects: Iterable[str] | None = None,
+                       source: str = "<records>") -> None:
+    """Every finite rating of ``aspects`` (all when None; per-annotator ratings ``aspect@who`` included) lies in
+    ``scale`` (bounds included). The first one outside is an error naming the records' source, the record's id, the
+    field, the value and the range, with the number of others outside: a scale the ratings do not fit makes every
+    MAE / RMSE "on [low, high]" wrong. NaN (missing) and infinite ratings (treated as missing, said in the notes)
+    are not checked."""
+    from qe.evaluation.scoring import EvaluationConfigError
+
+    if scale is None:
+        return
+    lo, hi = scale
+    wanted = set(aspects) if aspects else None
+    first, count = None, 0
+    for r in records:
+        for k, v in r.ratings.items():
+            if wanted is not None and k.split("@", 1)[0] not in wanted:
+                continue
+            if v is None or not math.isfinite(v) or lo <= v <= hi:
+                continue
+            count += 1
+            if first is None:
+                first = (r.id, k, v)
+    if first is not None:
+        rid, k, v = first
+        more = f" ({count - 1} more rating{'' if count == 2 else 's'} outside it)" if count > 1 else ""
+        raise EvaluationConfigError(f"{source}: record id={rid!r}: field 'ratings.{k}' = {v:g} is outside {key} "
+                                    f"[{lo:g}, {hi:g}]{more}; fix the rating or set {key} to the scale the ratings "
+                                    "use")
 
 
 def _finite_or_nan(values, what: str, notes: list[str] | None) -> np.ndarray:
@@ -270,7 +356,7 @@ def build_eval_data(records, metrics: dict[str, np.ndarray], info: dict[str, Met
         ratings=rating_cols,
         metrics=metrics, info=info, human_systems=human,
         rating_range=tuple(rating_range) if rating_range else None,
-        covariates=covariates_of([r.output for r in records], sentence_splitter) if confounds else {},
+        covariates=covariates_of([r.output for r in records], sentence_splitter, notes) if confounds else {},
         annotations=annotations, corpus=dict(corpus or {}))
 
 

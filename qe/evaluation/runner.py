@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import time
 from pathlib import Path
@@ -10,8 +11,12 @@ from typing import Any, Mapping, Sequence
 
 from qe.core.config import to_dict
 from qe.core.jsonio import dumps
+from qe.core.rundir import check_writable_dir
 from qe.evaluation.analysis import Settings, analyse, build_eval_data, check_system_names
-from qe.evaluation.scoring import EvaluationConfigError, collect_metrics, parse_scorer_specs
+from qe.evaluation.evaldata import check_rating_range, rating_scale
+from qe.evaluation.scoring import (
+    META_FILE, SCORES_FILE, EvaluationConfigError, collect_metrics, parse_scorer_specs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +38,7 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
         bootstrap_methods=list(boot.get("methods", ["pearson"])),
         permutation_n=int(perm.get("n", 1000)), permutation_method=str(perm.get("method", "pearson")),
         williams=bool(s.get("williams", True)), min_group_size=int(s.get("min_group_size", 3)),
-        rating_range=tuple(float(v) for v in rr) if rr else None,
+        rating_range=rating_scale(rr, "stats.rating_range"),
         round_to=(float(s["round_to"]) if s.get("round_to") else None),
         per_system=bool(s.get("per_system", True)), between_datasets=bool(s.get("between_datasets", True)),
         pairwise_test=str(pw.get("test", "wilcoxon")), pairwise_correction=str(pw.get("correction", "bonferroni")),
@@ -65,6 +70,37 @@ def _command(cfg, entry: str) -> str:
     return " ".join([entry] + [shlex.quote(o) for o in overrides])
 
 
+#: the files a run writes at the top of its folder (report tables: qe.evaluation.report.TABLES; figures/ below it)
+RUN_FILES = (SCORES_FILE, SCORES_FILE + ".tmp", META_FILE, META_FILE + ".tmp", "report.md", "config.yaml",
+             "summary.json")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_not_overwritten(path: str | Path, out_dir: str | Path, what: str) -> None:
+    """An input file (``what``: the config key that names it) must not be a file the run writes into ``out_dir``
+    (scores.jsonl, report.md, the CSV tables, ...): the run would overwrite its own input. Refused before anything
+    is written, as ``qe score`` refuses ``-o`` naming its input."""
+    from qe.evaluation.report import TABLES
+
+    p, out = Path(str(path)).expanduser(), Path(str(out_dir)).expanduser()
+    if not p.is_file():
+        return
+    written = [out / n for n in RUN_FILES] + [out / f"{stem}.csv" for stem, _ in TABLES]
+    hit = next((w for w in written if _same_file(p, w)), None)
+    if hit is None and (out / "figures").is_dir() and p.resolve().is_relative_to((out / "figures").resolve()):
+        hit = out / "figures" / p.name
+    if hit is not None:
+        raise EvaluationConfigError(
+            f"{what}={p} is the run's own {hit.relative_to(out)} in output_dir={out}: this run would overwrite its "
+            "input; copy the file elsewhere, or choose another output_dir / hydra.run.dir")
+
+
 def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any] | None = None,
                      models: Sequence[str] = (), metric_columns: Any = "all", ratings: Sequence[str] | None = None,
                      item_key: str | None = "mr", human_systems: Sequence[str] = (),
@@ -72,19 +108,30 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
                      rating_range=None, stats: Mapping[str, Any] | None = None, plots: bool = True, dpi: int = 72,
                      dataset_name: str = "<records>", resume: bool = True, batch_size: int | None = None,
                      device: str | None = None, progress: bool = True, command: str | None = None,
-                     title: str | None = None, metric_files: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     title: str | None = None, metric_files: Mapping[str, Any] | None = None,
+                     source: str | None = None) -> dict[str, Any]:
     """Score ``records`` (a list of :class:`qe.data.Record`), meta-evaluate every metric and write
     ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results.
 
     ``human_systems`` must be systems of ``records`` (an unknown name is an error naming it);
-    ``optional_human_systems`` are human when present and may be absent (said in the report's notes)."""
+    ``optional_human_systems`` are human when present and may be absent (said in the report's notes).
+    ``rating_range`` (else ``stats.rating_range``): every rating must lie in it, or the error names the first record
+    outside (``source``: where the records came from, for that message; default ``dataset_name``)."""
     from qe.evaluation.plots import plot_all
     from qe.evaluation.report import ReportWriter, write_outputs
 
     t0 = time.time()
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     settings = settings_from_config(stats)
+    scale, scale_key = rating_scale(rating_range, "dataset.rating_range"), "dataset.rating_range"
+    if scale is None:
+        scale, scale_key = settings.rating_range, "stats.rating_range"
+    check_rating_range(records, scale, scale_key, ratings, source or dataset_name)  # before any scorer runs
+    for label, spec in (metric_files or {}).items():
+        p = spec.get("path") if isinstance(spec, Mapping) else spec
+        if p:
+            check_not_overwritten(p, out, f"metric_files.{label}")
+    check_writable_dir(out, "output_dir")
     # misspelt system names fail before any scorer runs (analyse checks them again on the EvalData)
     optional = set(optional_human_systems or ())
     check_system_names({r.system if r.system is not None else "(none)" for r in records}, settings,
@@ -101,7 +148,8 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     notes: list[str] = []
     data = build_eval_data(records, metrics, info, ratings=list(ratings) if ratings else None, item_key=item_key,
                            human_systems=human_systems, optional_human_systems=optional_human_systems,
-                           rating_range=rating_range, dataset_name=dataset_name,
+                           rating_range=scale if scale_key == "dataset.rating_range" else None,
+                           dataset_name=dataset_name,
                            confounds=settings.confounds, sentence_splitter=settings.sentence_splitter, corpus=corpus,
                            notes=notes)
     res = analyse(data, settings, progress=progress, notes=notes)
@@ -127,8 +175,12 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
     if ds.get("name") in (None, "", "???"):
         raise EvaluationConfigError("dataset.name is required (a registered dataset such as sample / emnlp17, or a "
                                     "path to a .jsonl / .csv file with dataset=file dataset.name=PATH)")
+    from qe.data.datasets import available_datasets
+
     out_dir = Path(str(cfg.output_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if str(ds.name) not in available_datasets():  # a file: never one this run writes (scores.jsonl, report.md, ...)
+        check_not_overwritten(str(ds.name), out_dir, "dataset.name")
+    check_writable_dir(out_dir, "output_dir")
     data_dir = cfg.paths.get("data_dir") if "paths" in cfg else None
     options = to_dict(ds.get("options")) or {}
     options = {k: v for k, v in options.items() if v is not None}
@@ -158,7 +210,7 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
         plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,
         dataset_name=str(label), resume=bool(cfg.get("resume", True)), batch_size=cfg.get("batch_size"),
         device=cfg.get("device"), progress=bool(cfg.get("progress", True)), command=command,
-        title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None)
+        title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None, source=str(ds.name))
     for m, sig in result["signatures"].items():
         print(f"{m}: {sig}")
     print(f"scores: {result['scores']}\nreport: {result['report']}")

@@ -253,16 +253,19 @@ class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSe
         return "\n".join(self.parts).rstrip() + "\n"
 
 
+#: the CSV tables beside report.md: file stem -> attribute of :class:`Results`
+TABLES = (("correlations", "correlations"), ("errors", "errors"), ("system_means", "system_means"),
+          ("confounds", "confounds"), ("agreement", "agreement"), ("krippendorff_alpha", "alpha"),
+          ("human_ceiling", "ceiling"), ("system_accuracy", "system_accuracy"), ("item_accuracy", "item_accuracy"),
+          ("williams", "williams"), ("permutation", "permutation"), ("between_datasets", "between_datasets"),
+          ("system_pairs", "system_pairs"), ("predicted_differences", "predicted"))
+
+
 def write_outputs(out_dir: Path, res: Results) -> list[Path]:
     """The tables as CSV beside report.md."""
     out = []
-    for name, frame in [("correlations", res.correlations), ("errors", res.errors), ("system_means", res.system_means),
-                        ("confounds", res.confounds), ("agreement", res.agreement), ("krippendorff_alpha", res.alpha),
-                        ("human_ceiling", res.ceiling),
-                        ("system_accuracy", res.system_accuracy), ("item_accuracy", res.item_accuracy),
-                        ("williams", res.williams), ("permutation", res.permutation),
-                        ("between_datasets", res.between_datasets), ("system_pairs", res.system_pairs),
-                        ("predicted_differences", res.predicted)]:
+    for name, attr in TABLES:
+        frame = getattr(res, attr)
         if frame is not None and len(frame):
             p = out_dir / f"{name}.csv"
             frame.to_csv(p, index=False)
@@ -270,5 +273,5 @@ def write_outputs(out_dir: Path, res: Results) -> list[Path]:
     return out
 
 
-__all__ = ["ReportWriter", "write_outputs", "md_table", "fnum", "fp", "undefined_name", "ABBR", "CORR_NAMES", "P_KINDS",
-           "PROTOCOL_NAMES", "SYSTEM_WAYS", "UNDEFINED_NAMES"]
+__all__ = ["ReportWriter", "TABLES", "write_outputs", "md_table", "fnum", "fp", "undefined_name", "ABBR", "CORR_NAMES",
+           "P_KINDS", "PROTOCOL_NAMES", "SYSTEM_WAYS", "UNDEFINED_NAMES"]
