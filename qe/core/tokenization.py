@@ -126,11 +126,13 @@ class WordTokenizer(Tokenizer):
 class SentencePieceTokenizer(Tokenizer):
     type = "sp"
 
-    def __init__(self, model_proto: bytes, lowercase: bool = True):
+    def __init__(self, model_proto: bytes, lowercase: bool = True, vocab_size_requested: int | None = None):
         import sentencepiece as spm
 
         super().__init__(lowercase)
         self.model_proto = model_proto
+        #: the ``vocab_size`` training asked for, when the corpus gave fewer pieces (None: the size was reached)
+        self.vocab_size_requested = vocab_size_requested
         self.sp = spm.SentencePieceProcessor()
         self.sp.LoadFromSerializedProto(model_proto)
         for name, want in (("pad", 0), ("unk", 1), ("bos", 2), ("eos", 3)):
@@ -162,22 +164,33 @@ class SentencePieceTokenizer(Tokenizer):
         if not prepared:
             raise ValueError("cannot train sentencepiece on an empty corpus")
         buf = io.BytesIO()
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(prepared),
-            model_writer=buf,
-            vocab_size=vocab_size,
-            model_type=model_type,
-            character_coverage=character_coverage,
-            hard_vocab_limit=hard_vocab_limit,
-            pad_id=0, unk_id=1, bos_id=2, eos_id=3,
-            pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=False,
-            seed_sentencepiece_size=seed_sentencepiece_size,
-            num_threads=num_threads,
-            minloglevel=2,
-        )
-        return cls(buf.getvalue(), lowercase)
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(prepared),
+                model_writer=buf,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                character_coverage=character_coverage,
+                hard_vocab_limit=hard_vocab_limit,
+                pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+                pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+                input_sentence_size=input_sentence_size,
+                shuffle_input_sentence=False,
+                seed_sentencepiece_size=seed_sentencepiece_size,
+                num_threads=num_threads,
+                minloglevel=2,
+            )
+        except RuntimeError as exc:  # hard_vocab_limit: true and a corpus too small for the size
+            m = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)", str(exc))
+            if not m:
+                raise
+            raise ValueError(f"tokenizer.vocab_size={m.group(1)} is more pieces than this corpus supports "
+                             f"(<= {m.group(2)}, tokenizer.hard_vocab_limit=true): set tokenizer.vocab_size<="
+                             f"{m.group(2)}, or hard_vocab_limit=false to take the largest size it supports") from None
+        tok = cls(buf.getvalue(), lowercase)
+        if tok.vocab_size < vocab_size:
+            tok.vocab_size_requested = int(vocab_size)
+        return tok
 
     def tokenize(self, text: str) -> list[str]:
         return self.sp.encode(self._prep(text), out_type=str)
@@ -196,7 +209,20 @@ class SentencePieceTokenizer(Tokenizer):
         return self.sp.get_piece_size()
 
     def settings(self) -> dict:
-        return {**super().settings(), "model_file": "spm.model"}
+        out = {**super().settings(), "model_file": "spm.model"}
+        # fewer pieces than asked for (hard_vocab_limit: false): both numbers travel with the tokenizer (a resumed
+        # run loads it from the run's cache) into the export's manifest (qe.lm.format.save)
+        if self.vocab_size_requested is not None:
+            out["vocab_size_requested"] = self.vocab_size_requested
+        return out
+
+    def shortfall(self) -> str | None:
+        """One line when training gave fewer pieces than ``tokenizer.vocab_size`` asked for, else None."""
+        if self.vocab_size_requested is None or self.vocab_size_requested <= self.vocab_size:
+            return None
+        return (f"tokenizer.vocab_size={self.vocab_size_requested} requested, but this corpus supports only "
+                f"{self.vocab_size} sentencepiece pieces: the model uses {self.vocab_size} (recorded as the export's "
+                f"tokenizer vocab_size; set tokenizer.vocab_size={self.vocab_size} or train on more text)")
 
     def save(self, directory: str | Path) -> None:
         d = Path(directory)
@@ -234,5 +260,6 @@ def load_tokenizer(directory: str | Path) -> Tokenizer:
                              lowercase=s.get("lowercase", True))
     if s["type"] == "sp":
         return SentencePieceTokenizer((d / s.get("model_file", "spm.model")).read_bytes(),
-                                      lowercase=s.get("lowercase", True))
+                                      lowercase=s.get("lowercase", True),
+                                      vocab_size_requested=s.get("vocab_size_requested"))
     raise ValueError(f"{f}: unknown tokenizer type {s['type']!r}")

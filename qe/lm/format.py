@@ -10,7 +10,9 @@ Files (besides the manifest ``qe_export.json``):
 Manifest: ``config.model`` holds the plain ``LSTMLM`` keyword arguments (with ``output_layer`` and
 ``adaptive_cutoffs`` for an adaptive-softmax LM, whose frequency order ``output_rank`` is a buffer in the weights;
 exports without them have a full softmax), ``config.tokenizer`` the tokenizer
-settings, ``config.unigram`` how the unigram table was counted and ``config.train`` the resolved training config.
+settings with its real ``vocab_size`` (and ``vocab_size_requested`` when a SentencePiece model got fewer pieces than
+``tokenizer.vocab_size`` asked for; ``config.train.tokenizer.vocab_size`` is what was asked), ``config.unigram`` how
+the unigram table was counted and ``config.train`` the resolved training config.
 Format version 1 (exports written before the family was split into rooms read the same). :func:`model_kwargs` also
 accepts the model arguments at the manifest's top level (``manifest["model"]``) and ignores keys that are not
 ``LSTMLM`` arguments (``_target_``, ``lr``, ...), so an export whose ``config.model`` is a Hydra model config loads.
@@ -72,7 +74,10 @@ def save(dest: str | Path, model: torch.nn.Module, tokenizer: Tokenizer, unigram
     if len(unigram_logp) != tokenizer.vocab_size or model_config["vocab_size"] != tokenizer.vocab_size:
         raise ValueError("model, tokenizer and unigram table must share one vocabulary")
     model = model.float().cpu().eval()
-    config = {"model": model_config, "tokenizer": tokenizer.settings(), **(extra_config or {})}
+    # config.tokenizer: the settings plus the real vocabulary size (a SentencePiece model trained on a small corpus
+    # can have fewer pieces than tokenizer.vocab_size asked for; then vocab_size_requested says how many were asked)
+    config = {"model": model_config, "tokenizer": {**tokenizer.settings(), "vocab_size": tokenizer.vocab_size},
+              **(extra_config or {})}
     dest = Path(dest)
     with export_writer(dest, kind=EXPORT_KIND, config=config, data=data, metrics=metrics) as tmp:
         save_model(model, str(tmp / MODEL_FILE))

@@ -149,8 +149,11 @@ def _cached_tokenizer(cfg: DictConfig, sentences: list[str]) -> Tokenizer:
     key = corpus_fingerprint(sentences)[:16] + "-" + hashlib.sha256(json.dumps(tok_cfg, sort_keys=True).encode()).hexdigest()[:12]
     cache = Path(cfg.paths.output_dir) / "tokenizer" / key
     if (cache / "tokenizer.json").is_file():
-        return load_tokenizer(cache)
+        tok = load_tokenizer(cache)
+        _warn_shortfall(tok)
+        return tok
     tok = train_tokenizer(tok_cfg, sentences)
+    _warn_shortfall(tok)
     if int(os.environ.get("LOCAL_RANK", "0")) == 0:
         tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)
@@ -160,6 +163,14 @@ def _cached_tokenizer(cfg: DictConfig, sentences: list[str]) -> Tokenizer:
         except OSError:
             pass
     return tok
+
+
+def _warn_shortfall(tok: Tokenizer) -> None:
+    """A SentencePiece vocabulary smaller than ``tokenizer.vocab_size`` asked for is said (once per run, on rank 0);
+    the export's ``config.tokenizer`` records both numbers (``vocab_size``, ``vocab_size_requested``)."""
+    msg = getattr(tok, "shortfall", lambda: None)()
+    if msg and int(os.environ.get("LOCAL_RANK", "0")) == 0:
+        log.warning(msg)
 
 
 def target_counts(dm: LMDataModule) -> torch.Tensor:
