@@ -412,7 +412,11 @@ def train(argv: list[str] | None = None, *, prog: str = "qe train", conf: str | 
     """``qe train`` (``train.py`` passes its own ``prog`` and the clone's ``conf``)."""
 
     def train_task(cfg):
+        from qe import training
         from qe.training import main_entry
+
+        # the command a SIGTERM message tells the user to run to resume (qe/training.py: resume_command)
+        training.ENTRY = f"python {sys.argv[0]}" if prog.endswith(".py") else prog
 
         try:
             check_optional_packages(cfg)

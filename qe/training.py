@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 #: callbacks that need a logger; dropped (with a note) under ``logger=none``
 _NEEDS_LOGGER = ("LearningRateMonitor",)
 
+#: how the resume command printed after a SIGTERM starts (``qe train``; train.py sets ``python train.py``)
+ENTRY = "qe train"
+
 
 class QEModule(pl.LightningModule):
     """Base of every trainable qe model.
@@ -156,8 +159,8 @@ class RNGState(pl.Callback):
 
 class SaveOnSigterm(pl.Callback):
     """On SIGTERM (a scheduler's preemption, ``kill``), Lightning stops after the current batch; this writes
-    ``last.ckpt`` at that point so the rerun of the same command resumes there instead of at the last epoch end.
-    :func:`run_training` then exits with status 143 and says how to resume."""
+    ``last.ckpt`` at that point so that a resumed run starts there instead of at the last epoch end.
+    :func:`fit` then exits with status 143 and prints the command that resumes (:func:`resume_command`)."""
 
     def __init__(self, dirpath: str | Path):
         self.dirpath = Path(dirpath)
@@ -183,6 +186,83 @@ def readable_checkpoint(path: str | Path) -> bool:
             return z.testzip() is None
     except (OSError, zipfile.BadZipFile, EOFError):
         return False
+
+
+# ---------------------------------------------------------------------------------------------------- console
+class _DropLightningTips(logging.Filter):
+    """Drops Lightning's advertisements ("💡 Tip: ... litlogger / litmodels") and its matmul-precision tip (the
+    precision is set from the config: :func:`set_matmul_precision`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not ("Tip: For seamless" in msg or "set_float32_matmul_precision" in msg)
+
+
+_TIPS_FILTER = _DropLightningTips()
+#: the loggers Lightning's rank_zero_info / rank_zero_warn write to
+_RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero",
+                      "lightning_utilities.core.rank_zero")
+
+
+def quiet_console() -> None:
+    """One console: every Lightning line once, no advertisements, no deprecation noise from inside Lightning.
+
+    * Lightning gives its ``lightning`` logger a stderr handler of its own (``INFO: ...``), and its
+      ``lightning.pytorch`` / ``lightning.fabric`` loggers one when imported before logging is configured: each INFO
+      line was printed twice, once by Hydra's console handler and once by Lightning's. When the root logger has
+      handlers, those handlers are dropped and the records go to the root's (console and ``train.log``) alone;
+    * the tips are dropped (:class:`_DropLightningTips`);
+    * torch's ``LeafSpec`` FutureWarning, raised by Lightning's own ``lightning.pytorch.utilities._pytree``, is
+      ignored (the code that could act on it is Lightning's). Idempotent.
+    """
+    import warnings
+
+    if logging.getLogger().handlers:
+        for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+            lg = logging.getLogger(name)
+            for h in list(lg.handlers):
+                if type(h) is logging.StreamHandler:  # Lightning's own (a FileHandler is a subclass: kept)
+                    lg.removeHandler(h)
+            lg.propagate = True
+    for name in _RANK_ZERO_LOGGERS:
+        lg = logging.getLogger(name)
+        if _TIPS_FILTER not in lg.filters:
+            lg.addFilter(_TIPS_FILTER)
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated",
+                            category=FutureWarning)
+
+
+def set_matmul_precision(cfg: DictConfig) -> None:
+    """``matmul_precision`` (train.yaml, default ``high``: TF32 on tensor cores) when a CUDA device is present;
+    CPU runs are unchanged. Setting it is what Lightning's tip asks for; ``highest`` keeps full float32."""
+    prec = cfg.get("matmul_precision")
+    if not prec:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision(str(prec))
+
+
+def console_is_terminal() -> bool:
+    """Both stdout and stderr are terminals (a progress bar redraws there; anywhere else it leaves fragments)."""
+    try:
+        return sys.stderr.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class EpochLog(pl.Callback):
+    """The progress line that replaces the progress bar when the console is not a terminal: one INFO line after
+    each validation (``epoch 2/10 step 300: train/loss 4.812, val/loss 4.901, val/ppl 134.4``)."""
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero or trainer.state.fn != "fit":
+            return
+        nums = {k: _num(v) for k, v in trainer.callback_metrics.items()}
+        shown = ", ".join(f"{k} {v:.4g}" for k, v in sorted(nums.items()) if isinstance(v, float))
+        total = f"/{trainer.max_epochs}" if trainer.max_epochs and trainer.max_epochs > 0 else ""
+        log.info("epoch %d%s step %d: %s", trainer.current_epoch + 1, total, trainer.global_step, shown or "-")
 
 
 # ---------------------------------------------------------------------------------------------------- trainer
@@ -247,11 +327,17 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] | None = N
                   **overrides: Any) -> pl.Trainer:
     """``cfg.trainer`` with the configured loggers and callbacks; ``overrides`` win over the config
     (a runner's per-stage ``max_epochs``), ``run_dir`` relocates loggers and checkpoints for a sub-run."""
+    quiet_console()
+    set_matmul_precision(cfg)
     loggers = build_loggers(cfg, run_dir, version)
     callbacks = build_callbacks(cfg, run_dir, has_logger=bool(loggers), extra=extra_callbacks, checkpoints=checkpoints)
     tcfg = OmegaConf.create(to_dict(cfg.trainer, resolve=True))
     if run_dir is not None:
         tcfg.default_root_dir = str(run_dir)
+    # the progress bar only where it can redraw; elsewhere (a log file, a pipe, a batch job) a line per validation
+    if overrides.get("enable_progress_bar", tcfg.get("enable_progress_bar", True)) and not console_is_terminal():
+        overrides["enable_progress_bar"] = False
+        callbacks.append(EpochLog())
     if not any(isinstance(c, pl.callbacks.ModelCheckpoint) for c in callbacks):
         overrides.setdefault("enable_checkpointing", False)
     return hydra.utils.instantiate(tcfg, callbacks=callbacks, logger=loggers or False, **overrides)
@@ -317,11 +403,52 @@ def fit(cfg: DictConfig, module: pl.LightningModule, datamodule: pl.LightningDat
     except SIGTERMException:
         saved = next((c.saved for c in trainer.callbacks if isinstance(c, SaveOnSigterm) and c.saved), None)
         msg = f"SIGTERM: stopped after step {trainer.global_step}"
-        msg += f"; checkpoint written to {saved}; rerun the same command to resume" if saved else "; nothing saved"
+        if saved:
+            cmd = resume_command()
+            how = (f"resume with: {cmd}" if cmd
+                   else f"resume by running it again with paths.output_dir={run_dir} ckpt_path=last")
+            msg += f"; checkpoint written to {saved}; {how}"
+        else:
+            msg += "; nothing saved"
         log.warning(msg)
         print(msg, file=sys.stderr, flush=True)
         raise SystemExit(143) from None
     return trainer, {k: _num(v) for k, v in trainer.callback_metrics.items()}
+
+
+def _override_key(override: str) -> str:
+    """'++trainer.max_epochs=3' -> 'trainer.max_epochs'; '~callbacks.early_stopping' -> 'callbacks.early_stopping'."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+#: Hydra overrides a resumed single run must not repeat: where the run goes, and the sweep's own settings
+_NOT_RESUMED = ("hydra.run.", "hydra.sweep.", "hydra.mode", "hydra.sweeper", "hydra/sweeper", "hydra.launcher",
+                "hydra/launcher", "hydra.job.num", "hydra.job.id")
+
+
+def resume_command() -> str | None:
+    """The command that resumes the Hydra run in progress, for the SIGTERM message (None outside a Hydra run).
+
+    ``cd <working directory> && qe train <the run's overrides> ckpt_path=last hydra.run.dir=<run dir>``: the same
+    configuration (the run's own overrides, the job's for a multirun job), written into the same run folder, where
+    ``ckpt_path=last`` picks up ``checkpoints/last.ckpt``. Rerunning the original command would start a new
+    timestamped folder instead.
+    """
+    import shlex
+
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():
+            return None
+        hc = HydraConfig.get()
+        run_dir = Path(hc.runtime.output_dir).resolve()
+        task = [o for o in hc.overrides.task if _override_key(o) != "ckpt_path"]
+        hyd = [o for o in hc.overrides.hydra if not _override_key(o).startswith(_NOT_RESUMED)]
+    except Exception:  # pragma: no cover - a message is never worth a second error
+        return None
+    args = [*task, "ckpt_path=last", *hyd, f"hydra.run.dir={run_dir}"]
+    return f"cd {shlex.quote(os.getcwd())} && {ENTRY} " + " ".join(shlex.quote(a) for a in args)
 
 
 def load_state_dict(ckpt_path: str | Path) -> dict[str, Any]:
@@ -359,6 +486,7 @@ def log_metrics(cfg: DictConfig, metrics: dict[str, Any], *, run_dir: str | Path
 
 def run_training(cfg: DictConfig) -> dict[str, Any]:
     """Fit, test, export. Returns the logged metrics (plus ``export_path``)."""
+    quiet_console()
     _check_task_name(cfg)
     pl.seed_everything(int(cfg.seed), workers=True)
     runner = cfg.task.get("runner")
@@ -421,6 +549,7 @@ def export_from_checkpoint(run_dir: str | Path, checkpoint: str = "best", dest: 
         if isinstance(cb, dict) and cb.get("best_model_score") is not None:
             metrics[f"best/{cfg.task.monitor}"] = float(cb["best_model_score"])
     metrics.update({"checkpoint_epoch": int(state.get("epoch", -1)), "checkpoint_step": int(state.get("global_step", -1))})
+    quiet_console()
     val = pl.Trainer(accelerator="auto", devices=1, logger=False, enable_progress_bar=False,
                      enable_checkpointing=False).validate(parts.module, datamodule=parts.datamodule, verbose=False)
     for d in val:
