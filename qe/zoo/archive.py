@@ -8,25 +8,30 @@
 
 An archive (``<name>.qe.tar.gz``) is a gzip-compressed tar holding ``qe_archive.json`` (first member) and the export
 directory ``<name>/`` (manifest, model card, weights, tokenizer). ``qe_archive.json`` records the name, kind, export
-checksum, functional fingerprint and the SHA-256 of **every** file of the export, manifest and card included. Packing
+checksum, functional fingerprint and the SHA-256 and size of **every** file of the export, manifest and card
+included (archives packed before sizes were recorded have no ``sizes``). Packing
 is reproducible: members sorted, owners and modes normalised, time stamps set from the manifest's ``created``, gzip
 header without a time stamp, so packing one export twice gives one archive checksum (written beside it as
 ``<archive>.sha256`` in ``sha256sum`` format).
 
 Reading an archive (:func:`fetch_export`, :func:`install`) never trusts it before it is checked: the archive's own
-SHA-256 against the one given (``sha256=``, ``--sha256`` or a ``#sha256=<hex>`` URL fragment) when given; every
-member must be a plain file or folder inside ``<name>/`` (no links, devices, absolute paths or ``..``; extraction
-uses tarfile's ``data`` filter besides); every extracted file against ``qe_archive.json`` (a stray, missing or
-changed file is refused); the export against its own manifest and the recorded export checksum. Only then is it
-moved into place. A truncated, tampered or foreign archive is refused with one line naming it
-(:class:`ArchiveError`). Nothing is unpickled: exports hold safetensors weights and JSON/text files only.
+SHA-256 against the one given (``sha256=``, ``--sha256`` or a ``#sha256=<hex>`` URL fragment) when given; every member
+must be a plain file or folder inside ``<name>/`` (no links, devices, absolute paths or ``..``; extraction uses
+tarfile's ``data`` filter besides); every extracted file against ``qe_archive.json`` (a stray, missing or changed file
+is refused; a member larger than the size ``qe_archive.json`` declares, or past the extraction cap, is refused before
+its bytes are written: :func:`extract_verified`); the export against its own manifest and the recorded export
+checksum; for :func:`install`, the model loads and scores its probe set as the fingerprint it carries says
+(:func:`load_check`). Only then is it moved into place. A truncated, tampered or foreign archive is refused with one
+line naming it (:class:`ArchiveError`). Nothing is unpickled: exports hold safetensors weights and JSON/text files
+only.
 
-Remote sources are read through fsspec (``http(s)://``, ``s3://``, ``gs://`` ... with the user's own fsspec
-back-ends) and ``hf://`` through huggingface_hub's fsspec file system when it is installed; qe has no downloader of
-its own. Downloads land in ``<models>/.cache/archives/<sha256>.qe.tar.gz`` (keyed by the archive's checksum) and a
-verified extraction in ``<models>/.cache/exports/<sha256>/<name>/``; ``urls.json`` there remembers which URL gave
-which archive, so a second ``qe.load(URL)`` reuses the cache when the server's ETag / Last-Modified / size (or the
-Hub's LFS sha256) still match, or when the checksum is given.
+Remote sources are read through fsspec (``http(s)://``, ``s3://``, ``gs://`` ... with the user's own fsspec back-ends)
+and ``hf://`` through huggingface_hub's fsspec file system when it is installed; qe has no downloader of its own; a
+silent server is given up after ``timeout`` seconds (``$QE_HTTP_TIMEOUT``, default 60). Downloads land in
+``<models>/.cache/archives/<sha256>.qe.tar.gz`` (keyed by the archive's checksum) and a verified extraction in
+``<models>/.cache/exports/<sha256>/<name>/``; ``urls.json`` there remembers which URL gave which archive, so a second
+``qe.load(URL)`` reuses the cache when the server's ETag / Last-Modified / size (or the Hub's LFS sha256) still match,
+or when the checksum is given.
 """
 from __future__ import annotations
 
