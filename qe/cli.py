@@ -1,7 +1,7 @@
 """Console script ``qe``.
 
-    qe score -m PATH_OR_NAME -i FILE|- [-i FILE ...] [-o FILE|-] [-r REFS.txt ...] [--mrs F] [--sources F]
-             [--system-level [--json]] [--resume] [--components] [--opt score=nce] [--device cpu] [-q] [--debug]
+    qe score -m PATH_OR_NAME [-m ...] -i FILE|- [-i FILE ...] [-o FILE|-] [-r REFS.txt ...] [--mrs F] [--sources F]
+             [--system-level [--json] | -b] [--resume] [--components] [--opt score=nce] [--device cpu] [-q] [--debug]
              [--devices N --num-nodes M --accelerator cpu|gpu]          # sharded over processes
     qe compare -m METRIC [-r REFS.txt ...] BASELINE SYSTEM [SYSTEM ...] [--paired-bs|--paired-ar] [--json]
     qe train <hydra overrides ...>             # same as python train.py ... (packaged configs)
@@ -11,17 +11,21 @@
     qe data list | verify [NAME] | download NAME
     qe --version
 
-Exit codes: 0 success; 2 bad input (records, arguments, options, an output that would overwrite the input);
+Exit codes: 0 success; 2 bad input (records, arguments, options, an output that would overwrite a file the run
+reads, an output another run is writing, a --resume of another scorer's partial output);
 3 a model or export that cannot be loaded; 1 anything else (a bug: rerun with ``--debug`` for the traceback).
 Errors are one line naming the file, line, record id and field where they apply; ``--debug`` adds the traceback.
 """
 from __future__ import annotations
 
 import argparse
+import difflib
+import hashlib
 import json
 import logging
 import math
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterable
@@ -54,6 +58,12 @@ def _parse_opts(items: list[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------- score
+#: bookkeeping fields of a partial output's rows (never in the final output): what scored the row (scorers, options,
+#: --components) and a digest of the record it scored, so that --resume reuses a row only for the same scorers and
+#: an unchanged record (docs/concepts/records.md, "Resuming")
+PARTIAL_SIG, PARTIAL_DIGEST = "_qe_sig", "_qe_in"
+
+
 def _same_file(a: Path, b: Path) -> bool:
     if a.resolve() == b.resolve():
         return True
@@ -63,12 +73,46 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _check_output(inp: Path, out: Path) -> Path:
-    """Refuse an output that is the input; make sure its folder exists and is writable before any scoring."""
-    if _same_file(inp, out):
-        raise CLIError(f"--output {out} is the input file; scores go to a new file (the input is never overwritten)")
-    if out.is_dir():
+def _check_output(out: Path, reads: list[tuple[str, str]]) -> None:
+    """Refuse an output that is a file the run reads (``-i``, ``-r``, ``--mrs``, ``--sources``), before anything is
+    written; a symlink or hard link to one of them counts as that file."""
+    for flag, path in reads:
+        if path is None or path == STDIN:
+            continue
+        if _same_file(Path(path), out):
+            what = "the input file" if flag == "-i" else f"the {flag} file"
+            raise CLIError(f"--output {out} is {what}{'' if flag == '-i' else ' ' + path}; scores go to a new file "
+                           "(a file that qe score reads is never overwritten)")
+
+
+def _output_target(out: Path) -> tuple[Path, str | None]:
+    """Where the scores go: a symlink is followed (the partial output and the final rename happen beside the file it
+    points to, the link stays a link); ``(path, kind)`` where ``kind`` names a node that is not a regular file (a
+    FIFO, a character device such as /dev/null, a socket): such a node is written straight through, never
+    replaced."""
+    if out.is_symlink():
+        try:
+            out = Path(os.path.realpath(out, strict=True) if out.exists() else os.path.realpath(out))
+        except (OSError, RuntimeError) as exc:
+            raise CLIError(f"--output {out}: cannot follow the symbolic link ({exc})") from None
+    try:
+        st = os.stat(out)
+    except FileNotFoundError:
+        return out, None
+    except OSError as exc:
+        raise CLIError(f"--output {out}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise CLIError(f"--output {out} is a directory; give a file name such as {out / 'scores.jsonl'}")
+    if stat.S_ISREG(st.st_mode):
+        return out, None
+    kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode) else
+            "a block device" if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else
+            "not a regular file")
+    return out, kind
+
+
+def _prepare_output(out: Path) -> Path:
+    """Make sure the output's folder exists and is writable (before any scoring); the partial output's path."""
     partial = _partial_path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +121,62 @@ def _check_output(inp: Path, out: Path) -> Path:
     except OSError as exc:
         raise CLIError(f"--output {out}: cannot write there ({exc.strerror}: {exc.filename})") from None
     return partial
+
+
+class _OutputLock:
+    """One ``qe score`` per output: an exclusive ``flock`` on ``OUTPUT.lock``, held for the whole run. A second run
+    is refused at once. The kernel drops the lock when its process ends, however it ends, so the file a killed run
+    leaves behind blocks nobody; a finished run removes it."""
+
+    def __init__(self, out: Path):
+        self.out, self.path, self.fd = out, out.with_name(out.name + ".lock"), None
+
+    def __enter__(self) -> "_OutputLock":
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX: no lock
+            return self
+        while True:
+            try:
+                self.out.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise CLIError(f"--output {self.out}: cannot write there ({exc.strerror}: {exc.filename})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                os.close(fd)
+                raise CLIError(f"--output {self.out} is being written by another qe score run"
+                               f"{f' (process {holder})' if holder.isdigit() else ''}; wait for it to end, or give "
+                               "another -o") from None
+            try:  # the lock file may have been removed (and made anew) by a run that ended meanwhile: lock that one
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self.fd = fd
+                return self
+            os.close(fd)
+
+    def __exit__(self, *exc) -> None:
+        if self.fd is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+class _NoLock:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 def _partial_path(out: Path) -> Path:
@@ -98,6 +198,34 @@ def _read_done(partial: Path, ids: set[str]) -> dict[str, dict]:
             if isinstance(row, dict) and str(row.get("id")) in ids:
                 done[str(row["id"])] = row
     return done
+
+
+def _digest(record) -> str:
+    """A digest of everything a record holds (output, mr, refs, source, ratings, ...): a row of a partial output is
+    reused by ``--resume`` only for the record it was written for."""
+    text = json.dumps(record.to_dict(), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _identity(metrics: list[tuple[str, Any]], opts: dict, components: bool) -> str:
+    """What scored a partial output's rows: the scorers' signatures (``KEY=SIGNATURE`` with several ``-m``), the
+    ``--opt`` options and ``--components``."""
+    if len(metrics) == 1:
+        ident = str(metrics[0][1].signature)
+    else:
+        ident = " + ".join(f"{key}={scorer.signature}" for key, scorer in metrics)
+    if opts:
+        ident += " opt:" + json.dumps(opts, sort_keys=True)
+    if components:
+        ident += " components:yes"
+    return ident
+
+
+def _public(row: dict) -> dict:
+    """A partial output's row without its bookkeeping fields."""
+    if PARTIAL_SIG not in row and PARTIAL_DIGEST not in row:
+        return row
+    return {k: v for k, v in row.items() if k not in (PARTIAL_SIG, PARTIAL_DIGEST)}
 
 
 def _dumps(row: dict) -> str:
@@ -122,54 +250,87 @@ def main_component(scorer, comps: dict[str, list[float]]) -> str:
     return scorer.name if scorer.name in comps else next(iter(comps))
 
 
-def _rows(records, scores: list[float], components: dict[str, list[float]] | None) -> Iterable[dict]:
+def _rows(records, keys: list[str], results: list[tuple[list[float], dict | None]]) -> Iterable[dict]:
+    """Output rows: the record's fields, then ``score`` (one metric) or ``scores: {KEY: score}`` (several ``-m``,
+    keyed as given), then ``components`` (``{KEY: {component: score}}`` with several)."""
+    single = len(keys) == 1
     for i, r in enumerate(records):
         row = r.to_dict()
-        row["score"] = _finite(scores[i])
-        if components is not None:
-            row["components"] = {k: _finite(v[i]) for k, v in components.items()}
+        if single:
+            scores, comps = results[0]
+            row["score"] = _finite(scores[i])
+            if comps is not None:
+                row["components"] = {k: _finite(v[i]) for k, v in comps.items()}
+        else:
+            row["scores"] = {key: _finite(res[0][i]) for key, res in zip(keys, results)}
+            if results[0][1] is not None:
+                row["components"] = {key: {k: _finite(v[i]) for k, v in res[1].items()}
+                                     for key, res in zip(keys, results)}
         yield row
 
 
+def _value(row: dict, key: str | None):
+    """A row's score of metric ``key`` (``None``: the one metric of a single-metric run)."""
+    return row.get("score") if key is None else (row.get("scores") or {}).get(key)
+
+
 def _chunks(n: int, size: int) -> Iterable[range]:
-    size = max(1, int(size)) if size else n
+    size = max(1, int(size or n or 1))
     for s in range(0, n, size):
         yield range(s, min(n, s + size))
 
 
 def _bar(args: argparse.Namespace) -> bool:
-    return not (args.quiet or getattr(args, "no_progress", False))
+    """A progress bar only on a terminal: in a log file or a pipe a bar is fragments and escape codes."""
+    if args.quiet or getattr(args, "no_progress", False):
+        return False
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
-def _score_into(sink, scorer, records, todo: list[int], kw_all: dict, args: argparse.Namespace,
-                desc: str | None = None) -> dict[str, dict]:
-    """Score ``records[i] for i in todo`` chunk by chunk, writing (and fsyncing) each chunk's rows to ``sink``."""
+def _score_into(sink, metrics: list[tuple[str, Any]], records, todo: list[int], kw_alls: dict[str, dict],
+                args: argparse.Namespace, desc: str | None = None, mark=None) -> dict[str, dict]:
+    """Score ``records[i] for i in todo`` chunk by chunk with every metric, writing each chunk's rows to ``sink``.
+
+    One progress bar for the whole job (the scorers' own bars are off; none when stderr is not a terminal), a log
+    line at most every 30 s and one at the end. ``mark(record) -> dict``: bookkeeping fields added to each row
+    written (a partial output's, which is fsynced after each chunk)."""
+    from qe.core.runtime import Progress
+
+    log = logging.getLogger("qe")
+    desc = desc or "qe score"
+    keys = [k for k, _ in metrics]
+    names = ", ".join(s.name for _, s in metrics)
     rows_out: dict[str, dict] = {}
-    chunk = len(todo) if scorer.corpus_dependent else args.chunk_size
-    logging.getLogger("qe").info("%s: scoring %d records with %s", desc or "qe score", len(todo), scorer.signature)
-    for part in _chunks(len(todo), chunk):
-        idx = [todo[j] for j in part]
-        recs = [records[i] for i in idx]
-        kw = {k: [v[i] for i in idx] for k, v in kw_all.items()}
-        if getattr(scorer, "accepts_ids", False):
-            kw["ids"] = [r.id for r in recs]
-        outputs = [r.output for r in recs]
-        if args.components:
-            comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)
-            main = comps[main_component(scorer, comps)]
-            rows = list(_rows(recs, main, comps))
-        else:
-            scores = scorer.score(outputs, batch_size=args.batch_size, progress=_bar(args), **kw)
-            rows = list(_rows(recs, scores, None))
-        for row in rows:
+    chunk = len(todo) if any(s.corpus_dependent for _, s in metrics) else args.chunk_size
+    log.info("%s: scoring %d records with %s", desc, len(todo), names)
+    with Progress(len(todo), f"{desc}: {names}", enabled=_bar(args), unit="rec") as bar:
+        for part in _chunks(len(todo), chunk):
+            idx = [todo[j] for j in part]
+            recs = [records[i] for i in idx]
+            outputs = [r.output for r in recs]
+            results = []
+            for key, scorer in metrics:
+                kw = {k: [v[i] for i in idx] for k, v in kw_alls[key].items()}
+                if getattr(scorer, "accepts_ids", False):
+                    kw["ids"] = [r.id for r in recs]
+                if args.components:
+                    comps = scorer.score_components(outputs, batch_size=args.batch_size, progress=False, **kw)
+                    results.append((comps[main_component(scorer, comps)], comps))
+                else:
+                    results.append((scorer.score(outputs, batch_size=args.batch_size, progress=False, **kw), None))
+            for rec, row in zip(recs, _rows(recs, keys, results)):
+                if sink is not None:
+                    sink.write(_dumps({**row, **mark(rec)} if mark is not None else row) + "\n")
+                rows_out[row["id"]] = row
             if sink is not None:
-                sink.write(_dumps(row) + "\n")
-            rows_out[row["id"]] = row
-        if sink is not None:
-            sink.flush()
-            if sink is not sys.stdout:
-                os.fsync(sink.fileno())
-        logging.getLogger("qe").info("%s: %d/%d records written", desc or "qe score", len(rows_out), len(todo))
+                sink.flush()
+                if mark is not None:
+                    os.fsync(sink.fileno())
+            bar.update(len(idx))
+    log.info("%s: %d/%d records written", desc, len(rows_out), len(todo))
     return rows_out
 
 
@@ -178,15 +339,29 @@ def _partials(partial: Path) -> list[Path]:
     return [partial, *sorted(partial.parent.glob(partial.name + ".rank*"))]
 
 
-def _prepare_partial(partial: Path, records, resume: bool) -> dict[str, dict]:
-    """Rows already scored (``--resume``), rewritten into ``partial`` alone; without resume, empty partial files."""
+def _prepare_partial(partial: Path, records, resume: bool, ident: str) -> dict[str, dict]:
+    """Rows already scored (``--resume``), rewritten into ``partial`` alone; without resume, empty partial files.
+
+    A row is reused only when it was written by the same scorers and options (``ident``; another one is refused,
+    naming both) for the same record (its digest; a record changed since is scored again)."""
     ids = {r.id for r in records}
     done: dict[str, dict] = {}
     if resume:
+        found: dict[str, dict] = {}
         for p in _partials(partial):
-            done.update(_read_done(p, ids))
-        if done:
-            print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}", file=sys.stderr)
+            found.update(_read_done(p, ids))
+        other = next((r for r in found.values() if r.get(PARTIAL_SIG) != ident), None)
+        if other is not None:
+            was = other.get(PARTIAL_SIG)
+            was = repr(was) if was else "an older qe that recorded no signature"
+            raise CLIError(f"--resume: {partial} was scored by {was}, this run scores with {ident!r}; give the same "
+                           "-m/--opt/--components to continue it, or rerun without --resume to start over")
+        digests = {r.id: _digest(r) for r in records}
+        done = {k: v for k, v in found.items() if v.get(PARTIAL_DIGEST) == digests[k]}
+        if found:
+            changed = len(found) - len(done)
+            print(f"resuming: {len(done)} of {len(records)} records already scored in {partial}"
+                  + (f"; {changed} changed since and rescored" if changed else ""), file=sys.stderr)
     # rewrite the partial output with the readable rows only (a torn last line would swallow the next row)
     tmp = partial.with_name(partial.name + ".tmp")
     tmp.write_text("".join(_dumps(r) + "\n" for r in done.values()), encoding="utf-8")
@@ -196,12 +371,19 @@ def _prepare_partial(partial: Path, records, resume: bool) -> dict[str, dict]:
     return done
 
 
-def _merge(out: Path, partial: Path, records) -> dict[str, dict]:
+def _marker(ident: str):
+    return lambda record: {PARTIAL_SIG: ident, PARTIAL_DIGEST: _digest(record)}
+
+
+def _merge(out: Path, partial: Path, records, ident: str) -> dict[str, dict]:
     """Every partial row in input order into ``out``; refuse (keeping the partial files) when a record is missing."""
     ids = {r.id for r in records}
-    rows: dict[str, dict] = {}
+    found: dict[str, dict] = {}
     for p in _partials(partial):
-        rows.update(_read_done(p, ids))
+        found.update(_read_done(p, ids))
+    digests = {r.id: _digest(r) for r in records}
+    rows = {k: _public(v) for k, v in found.items()
+            if v.get(PARTIAL_SIG) == ident and v.get(PARTIAL_DIGEST) == digests[k]}
     missing = [r.id for r in records if r.id not in rows]
     if missing:  # a bug, or a rank that died: keep the partial files for --resume
         raise CLIError(f"{len(missing)} records were not scored (first: {missing[0]!r}); rerun with --resume", 1)
@@ -209,13 +391,17 @@ def _merge(out: Path, partial: Path, records) -> dict[str, dict]:
     return rows
 
 
-def _summary(signature: str, rows: list[dict], where: str) -> None:
-    """Signature, count, undefined and mean of the scores, on stderr (``-q`` silences it)."""
-    vals = [r.get("score") for r in rows]
-    valid = [v for v in vals if isinstance(v, (int, float))]
-    mean = f"{sum(valid) / len(valid):.4f}" if valid else "undefined"
-    print(f"{signature}\n{len(vals)} outputs, {len(vals) - len(valid)} undefined, mean {mean}; written to {where}",
-          file=sys.stderr)
+def _summary(metrics: list[tuple[str, Any]], rows: list[dict], where: str, **fields: Any) -> None:
+    """Signature(s), count, undefined and mean of the scores, on stderr (``-q`` silences it)."""
+    single = len(metrics) == 1
+    parts, sigs = [], []
+    for key, scorer in metrics:
+        sigs.append(str(Signature.of(scorer.signature).with_fields(**fields) if fields else scorer.signature))
+        vals = [_value(r, None if single else key) for r in rows]
+        valid = [v for v in vals if isinstance(v, (int, float))]
+        mean = f"{sum(valid) / len(valid):.4f}" if valid else "undefined"
+        parts.append(f"{'' if single else key + ': '}{len(vals) - len(valid)} undefined, mean {mean}")
+    print("\n".join(sigs) + f"\n{len(rows)} outputs, {'; '.join(parts)}; written to {where}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------------------- inputs (score)
@@ -304,10 +490,34 @@ def load_inputs(args: argparse.Namespace):
     return out, ", ".join("<stdin>" if p == STDIN else p for p in paths)
 
 
+def _models(args: argparse.Namespace) -> list[str]:
+    """The ``-m`` given, in order; the same one twice is refused (its rows would have one key for two columns)."""
+    models = list(args.model)
+    seen: set[str] = set()
+    for m in models:
+        if m.lower() in seen:
+            raise CLIError(f"-m {m} is given twice; give each metric once")
+        seen.add(m.lower())
+    return models
+
+
+def _lock_here(args: argparse.Namespace) -> bool:
+    """Whether this process locks the output: every run but the other ranks of a multi-node run (each node starts
+    the same command; rank 0 holds the lock)."""
+    if args.num_nodes <= 1:
+        return True
+    return os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0"
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     stdin = STDIN in args.input
-    to_stdout = args.output in (None, STDIN) and not (args.system_level and args.output is None)
+    no_rows_on_stdout = args.system_level or args.score_only
+    to_stdout = args.output == STDIN or (args.output is None and not no_rows_on_stdout)
     out = None if args.output in (None, STDIN) else Path(args.output)
+    if args.score_only and args.system_level:
+        raise CLIError("-b/--score-only prints one number per metric, --system-level a table: give one of them")
+    if args.score_only and args.output == STDIN:
+        raise CLIError("-b/--score-only prints its numbers on standard output; give -o FILE for the per-output scores")
     if args.system_level and args.output == STDIN:
         raise CLIError("--system-level prints its table on standard output; give -o FILE for the per-output scores")
     if args.json and not args.system_level:
@@ -320,35 +530,64 @@ def cmd_score(args: argparse.Namespace) -> int:
                        "writes its share, merged at the end)")
     if args.resume and stdin:
         raise CLIError("--resume needs an input file (standard input cannot be read twice)")
-    partial = None
+    models = _models(args)
+    through = None
     if out is not None:
-        for i in args.input:
-            partial = _check_output(Path(os.devnull if i == STDIN else i), out)
+        _check_output(out, [*(("-i", i) for i in args.input), *(("-r", r) for r in args.refs),
+                            ("--mrs", args.mrs), ("--sources", args.sources)])
+        out, through = _output_target(out)
+        if through and args.resume:
+            raise CLIError(f"--resume needs a regular file as --output; {out} is {through}, written straight through "
+                           "(there is no partial output to continue)")
+        if through and sharded:
+            raise CLIError(f"--devices/--num-nodes need a regular file as --output; {out} is {through}")
+        if through and not os.access(out, os.W_OK):
+            raise CLIError(f"--output {out}: cannot write there (permission denied)")
     opts = _parse_opts(args.opt)
     if args.device:
         _check_device(args.device)
-    if sharded:
-        _score_sharded(args, opts, partial)
-        return 0
+    lock = _OutputLock(out) if out is not None and not through and _lock_here(args) else _NoLock()
+    with lock:
+        partial = _prepare_output(out) if out is not None and not through else None
+        if sharded:
+            _score_sharded(args, opts, partial)
+            return 0
+        return _score_here(args, models, opts, out, partial, through, to_stdout)
+
+
+def _score_here(args, models, opts, out, partial, through, to_stdout) -> int:
     records, where = load_inputs(args)
-    scorer = _load_scorer(args.model, opts, args.device)
-    kw_all = _inputs(scorer, records, where)
-    done = _prepare_partial(partial, records, args.resume) if partial is not None else {}
+    metrics = [(m, _load_scorer(m, opts, args.device)) for m in models]
+    kw_alls = {key: _inputs(scorer, records, where) for key, scorer in metrics}
+    ident = _identity(metrics, opts, args.components)
+    done = _prepare_partial(partial, records, args.resume, ident) if partial is not None else {}
     todo = [i for i, r in enumerate(records) if r.id not in done]
-    sink = sys.stdout if to_stdout else (open(partial, "a", encoding="utf-8") if partial is not None else None)
+    if to_stdout:
+        sink, mark = sys.stdout, None
+    elif through:
+        try:
+            sink, mark = open(out, "w", encoding="utf-8"), None  # a FIFO or a device: straight through
+        except OSError as exc:
+            raise CLIError(f"--output {out}: cannot write there ({exc.strerror})") from None
+    elif partial is not None:
+        sink, mark = open(partial, "a", encoding="utf-8"), _marker(ident)
+    else:
+        sink, mark = None, None
     try:
-        rows = _score_into(sink, scorer, records, todo, kw_all, args)
+        rows = _score_into(sink, metrics, records, todo, kw_alls, args, mark=mark)
     finally:
         if sink is not None and sink is not sys.stdout:
             sink.close()
-    if out is not None:
-        rows = _merge(out, partial, records)
+    if partial is not None:
+        rows = _merge(out, partial, records, ident)
     ordered = [rows[r.id] for r in records]
     if not args.quiet:
-        _summary(scorer.signature, ordered, str(out) if out is not None else
+        _summary(metrics, ordered, str(out) if out is not None else
                  ("standard output" if to_stdout else "nowhere (-o FILE keeps the per-output scores)"))
     if args.system_level:
-        _print_system_level(args, scorer, records, ordered, kw_all)
+        _print_system_level(args, metrics, records, ordered, kw_alls)
+    if args.score_only:
+        _print_score_only(metrics, records, ordered, kw_alls)
     return 0
 
 
@@ -382,14 +621,16 @@ def _systems_of(records) -> dict[str, list[int]]:
     return groups
 
 
-def system_table(scorer, records, rows: list[dict], kw_all: dict, n_bootstrap: int, seed: int) -> list[dict]:
-    """One row per system (the records' ``system``; "all" when they have none): see qe.significance.system_score."""
+def system_table(scorer, records, rows: list[dict], kw_all: dict, n_bootstrap: int, seed: int,
+                 key: str | None = None) -> list[dict]:
+    """One row per system (the records' ``system``; "all" when they have none): see qe.significance.system_score.
+    ``key``: the metric's key in the rows' ``scores`` (a run with several ``-m``); ``None``: their ``score``."""
     from qe.significance import system_score
 
     refs_all = kw_all.get("refs") if getattr(scorer, "requires_refs", False) else None
     table = []
     for name, idx in _systems_of(records).items():
-        scores = [math.nan if rows[i]["score"] is None else rows[i]["score"] for i in idx]
+        scores = [math.nan if _value(rows[i], key) is None else _value(rows[i], key) for i in idx]
         refs = [refs_all[i] for i in idx] if refs_all is not None else None
         row = system_score(scorer, [records[i].output for i in idx], scores, refs=refs, n_bootstrap=n_bootstrap,
                            seed=seed)
@@ -397,26 +638,89 @@ def system_table(scorer, records, rows: list[dict], kw_all: dict, n_bootstrap: i
     return table
 
 
-def _print_system_level(args, scorer, records, rows: list[dict], kw_all: dict) -> None:
-    table = system_table(scorer, records, rows, kw_all, args.bootstrap, args.seed)
-    sig = Signature.of(scorer.signature).with_fields(bs=args.bootstrap, seed=args.seed)
+def _table_signature(scorer, table: list[dict], n_bootstrap: int, seed: int) -> Signature:
+    """The one signature of a system table: the scorer's (which made the per-output scores and their mean), the
+    resampling, and, where a library computed the corpus score and CI (sacrebleu), that library's settings as
+    ``corpus:[...]`` (sacrebleu's corpus BLEU has no effective order, so ``eff:no`` there while the per-output
+    BLEU says ``eff:yes``). Each row's ``library_signature`` is folded into it."""
+    lib = None
+    for t in table:
+        lib = t.pop("library_signature", None) or lib
+    sig = Signature.of(scorer.signature).with_fields(bs=n_bootstrap, seed=seed)
+    if lib:
+        kept = [f for f in str(lib).split("|") if f.split(":", 1)[0] not in ("bs", "seed", "version")]
+        sig = sig.with_fields(corpus=f"[{'|'.join(kept)}]")
+    return sig
+
+
+def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: list[dict], kw_alls: dict) -> None:
+    single = len(metrics) == 1
+    tables = []
+    for key, scorer in metrics:
+        table = system_table(scorer, records, rows, kw_alls[key], args.bootstrap, args.seed,
+                             key=None if single else key)
+        tables.append((key, scorer, table, _table_signature(scorer, table, args.bootstrap, args.seed)))
+    if single:
+        _, scorer, table, sig = tables[0]
+        if args.json:
+            from qe.core.jsonio import json_safe
+
+            print(json.dumps(json_safe({"metric": scorer.name, "signature": sig,
+                                        "higher_is_better": scorer.higher_is_better, "systems": table}), indent=2))
+            return
+        head = ["system", "n", "undefined", "mean", "corpus", "bootstrap mean ± 95% CI"]
+        body = []
+        for t in table:
+            ci = "-" if t["ci"] is None else f"{t['ci_mean']:.4f} ± {t['ci_halfwidth']:.4f} (of the {t['ci_of']})"
+            body.append([t["system"], str(t["n"]), str(t["undefined"]), _fmt(t["mean"]), _fmt(t["corpus"]), ci])
+        print(render_table(head, body, right=(1, 2, 3, 4)))
+        print(f"{scorer.name}: {'higher' if scorer.higher_is_better else 'lower'} is better; corpus = the metric's own "
+              f"corpus-level score where it has one; CI = bootstrap 95 %\nsignature: {sig}")
+        if "corpus" in sig.fields:
+            print("(corpus:[...]: sacrebleu's settings of the corpus score and its CI; the fields before it: the "
+                  "per-output scores and their mean)")
+        return
+    systems = list(_systems_of(records))
     if args.json:
         from qe.core.jsonio import json_safe
 
-        print(json.dumps(json_safe({"metric": scorer.name, "signature": sig,
-                                    "higher_is_better": scorer.higher_is_better, "systems": table}), indent=2))
+        print(json.dumps(json_safe({
+            "metrics": [{"metric": key, "name": scorer.name, "signature": sig,
+                         "higher_is_better": scorer.higher_is_better} for key, scorer, _, sig in tables],
+            "systems": [{"system": name, "n": tables[0][2][j]["n"],
+                         "scores": {key: {k: v for k, v in table[j].items() if k not in ("system", "n")}
+                                    for key, _, table, _ in tables}}
+                        for j, name in enumerate(systems)]}), indent=2))
         return
-    head = ["system", "n", "undefined", "mean", "corpus", "bootstrap mean ± 95% CI"]
+    head = ["system", "n", *(key for key, *_ in tables)]
     body = []
-    for t in table:
-        ci = "-" if t["ci"] is None else f"{t['ci_mean']:.4f} ± {t['ci_halfwidth']:.4f} (of the {t['ci_of']})"
-        body.append([t["system"], str(t["n"]), str(t["undefined"]), _fmt(t["mean"]), _fmt(t["corpus"]), ci])
-    print(render_table(head, body, right=(1, 2, 3, 4)))
-    print(f"{scorer.name}: {'higher' if scorer.higher_is_better else 'lower'} is better; corpus = the metric's own "
-          f"corpus-level score where it has one; CI = bootstrap 95 %\nsignature: {sig}")
-    lib = next((t["library_signature"] for t in table if t.get("library_signature")), None)
-    if lib:
-        print(f"sacrebleu signature of the corpus scores and CIs: {lib}")
+    for j, name in enumerate(systems):
+        cells = []
+        for _, _, table, _ in tables:
+            t = table[j]
+            value = t["corpus"] if t["corpus"] is not None else t["mean"]
+            cell = _fmt(value) + ("" if t["ci"] is None else f" ± {t['ci_halfwidth']:.4f}")
+            cells.append(cell + (f" ({t['undefined']} undefined)" if t["undefined"] else ""))
+        body.append([name, str(tables[0][2][j]["n"]), *cells])
+    print(render_table(head, body, right=tuple(range(1, len(head)))))
+    print("each metric: its corpus-level score where it has one, else the mean of the per-output scores, ± the "
+          "bootstrap 95 % CI half-width")
+    for key, scorer, _, sig in tables:
+        print(f"{key}: {scorer.name}, {'higher' if scorer.higher_is_better else 'lower'} is better\n"
+              f"signature: {sig}")
+
+
+def _print_score_only(metrics: list[tuple[str, Any]], records, rows: list[dict], kw_alls: dict) -> None:
+    """``-b``: one number per metric (per system, systems in input order), nothing else: the corpus-level score
+    where the metric has one, else the mean of the per-output scores; ``nan`` when undefined."""
+    single = len(metrics) == 1
+    tables = [system_table(scorer, records, rows, kw_alls[key], 1, 12345, key=None if single else key)
+              for key, scorer in metrics]
+    for j in range(len(tables[0])):
+        for table in tables:
+            t = table[j]
+            value = t["corpus"] if t["corpus"] is not None else t["mean"]
+            print("nan" if value is None or not math.isfinite(value) else f"{value:.4f}")
 
 
 def render_table(head: list[str], body: list[list[str]], right: tuple[int, ...] = ()) -> str:
@@ -459,26 +763,28 @@ def _shard_worker(fabric, args: dict, opts: dict, partial_path: str) -> None:
     partial = Path(partial_path)
     records, where = load_inputs(a)  # each process reads the input itself (nothing large is sent to it)
     rank, world = fabric.global_rank, fabric.world_size
+    if fabric.device.type == "cuda":  # scorers' device "auto" then means this rank's GPU
+        import torch
+
+        torch.cuda.set_device(fabric.device)
+    metrics = [(m, _load_scorer(m, opts, getattr(a, "device", None))) for m in a.model]
+    kw_alls = {key: _inputs(scorer, records, where) for key, scorer in metrics}
+    ident = _identity(metrics, opts, a.components)
     if rank == 0:
-        _prepare_partial(partial, records, a.resume)
+        _prepare_partial(partial, records, a.resume, ident)
     fabric.barrier()
     ids = {r.id for r in records}
     done = _read_done(partial, ids)
     todo = [i for i, r in enumerate(records) if r.id not in done]
     share = todo[rank * len(todo) // world:(rank + 1) * len(todo) // world]
-    if fabric.device.type == "cuda":  # scorers' device "auto" then means this rank's GPU
-        import torch
-
-        torch.cuda.set_device(fabric.device)
-    scorer = _load_scorer(a.model, opts, getattr(a, "device", None))
-    kw_all = _inputs(scorer, records, where)
     with open(f"{partial}.rank{rank}", "w", encoding="utf-8") as sink:
-        _score_into(sink, scorer, records, share, kw_all, a, desc=f"rank {rank}/{world}")
+        _score_into(sink, metrics, records, share, kw_alls, a, desc=f"rank {rank}/{world}", mark=_marker(ident))
     fabric.barrier()
     if rank == 0:
-        rows = _merge(Path(a.output), partial, records)
+        out = _output_target(Path(a.output))[0]
+        rows = _merge(out, partial, records, ident)
         if not a.quiet:
-            _summary(Signature.of(scorer.signature).with_fields(processes=world), [rows[r.id] for r in records], a.output)
+            _summary(metrics, [rows[r.id] for r in records], a.output, processes=world)
 
 
 # ------------------------------------------------------------------------------------------------- compare
@@ -495,6 +801,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for f, name in zip(files, names):
         ns = argparse.Namespace(input=[f], refs=args.refs, mrs=args.mrs, sources=args.sources, format=args.format)
         recs, _ = load_inputs(ns)
+        if not recs:
+            raise CLIError(f"{'<stdin>' if f == STDIN else f}: no outputs (an empty file); a paired test needs at "
+                           "least one item")
         if first is None:
             first = recs
         elif len(recs) != len(first):
@@ -562,7 +871,7 @@ def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as f:
         for r in records:
-            f.write(_dumps(rows[r.id]) + "\n")
+            f.write(_dumps(_public(rows[r.id])) + "\n")
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, out)
@@ -578,9 +887,29 @@ def _load_scorer(model: str, opts: dict[str, Any], device: str | None = None):
         return load_on_device(model, device, **opts)
     except (ExportError, KeyError, FileNotFoundError) as exc:
         msg = exc.args[0] if exc.args else str(exc)
-        raise CLIError(f"--model {model}: {msg}", EXIT_BAD_MODEL) from None
+        raise CLIError(f"--model {model}: {_did_you_mean(model)}{msg}", EXIT_BAD_MODEL) from None
     except TypeError as exc:
         raise CLIError(f"--model {model}: bad options {opts}: {exc}") from None
+
+
+def _did_you_mean(model: str) -> str:
+    """``did you mean 'bleu'? `` for a misspelt scorer or zoo name (``-m blue``); empty for a path or a known name."""
+    if not model or "/" in model or os.sep in model or Path(model).exists():
+        return ""
+    try:
+        from qe import zoo
+        from qe.registry import available_scorers
+
+        names = [*available_scorers(), *(n for n in zoo.NAMES if not n.startswith("_"))]
+    except Exception:  # a hint only: never in the way of the error itself
+        return ""
+    if model.lower() in names:
+        return ""
+    close = difflib.get_close_matches(model.lower(), names, n=3, cutoff=0.6)
+    if not close:
+        return ""
+    also = f" (or {', '.join(repr(c) for c in close[1:])})" if len(close) > 1 else ""
+    return f"did you mean {close[0]!r}?{also} "
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -622,7 +951,9 @@ def _parser() -> argparse.ArgumentParser:
                                    "a table per system. Examples: qe score -m bleu -i hyp.txt -r ref.txt; "
                                    "cat hyp.txt | qe score -m ratpred-e2e-vectors -i - --mrs mrs.txt; "
                                    "qe score -m chrf -r ref.txt -i sysA.txt -i sysB.txt --system-level")
-    s.add_argument("--model", "-m", required=True, help="export directory, registered scorer or zoo name")
+    s.add_argument("--model", "-m", required=True, action="append",
+                   help="export directory, registered scorer or zoo name; repeat for several metrics (each row then "
+                        "has 'scores': {METRIC: score}, the table one column per metric)")
     s.add_argument("--input", "-i", required=True, action="append",
                    help=".txt (one output per line), .jsonl or .csv records; - reads standard input (plain text unless "
                         "--format). Repeat for several systems (one system per file)")
@@ -638,9 +969,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--system-level", action="store_true",
                    help="print a table per system: n, mean, corpus-level score, bootstrap 95%% CI, signature")
     s.add_argument("--json", action="store_true", help="the --system-level table as JSON")
+    s.add_argument("--score-only", "-b", action="store_true",
+                   help="print only the system score on standard output, one number per metric (and system): the "
+                        "corpus-level score where the metric has one, else the mean (as sacrebleu -b)")
     s.add_argument("--bootstrap", type=int, default=1000, help="resamples of the system-level CI (default 1000)")
     s.add_argument("--seed", type=int, default=12345, help="seed of the resampling (default 12345, as sacrebleu)")
-    s.add_argument("--resume", action="store_true", help="continue OUTPUT.partial left by an interrupted run")
+    s.add_argument("--resume", action="store_true",
+                   help="continue OUTPUT.partial left by an interrupted run (same -m/--opt; changed records are "
+                        "scored again)")
     s.add_argument("--components", action="store_true", help="also write every component of composite scorers")
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--chunk-size", type=int, default=1000,

@@ -712,7 +712,8 @@ def check(cmd: Command) -> list[str]:
         err, ns = _argparse(_parse_qe, argv)
         assert err is None, err
         if ns is not None and getattr(ns, "model", None):
-            _check_model_names([("-m", ns.model)])
+            models = ns.model if isinstance(ns.model, list) else [ns.model]  # qe score: -m may repeat
+            _check_model_names([("-m", m) for m in models])
     elif kind == "zoo":
         err, ns = _argparse(_parse_zoo, argv)
         assert err is None, err
