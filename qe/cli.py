@@ -250,10 +250,13 @@ def main_component(scorer, comps: dict[str, list[float]]) -> str:
     return scorer.name if scorer.name in comps else next(iter(comps))
 
 
-def _rows(records, keys: list[str], results: list[tuple[list[float], dict | None]]) -> Iterable[dict]:
+def _rows(records, keys: list[str], results: list[tuple[list[float], dict | None]],
+          details: list[list[dict] | None] | None = None) -> Iterable[dict]:
     """Output rows: the record's fields, then ``score`` (one metric) or ``scores: {KEY: score}`` (several ``-m``,
-    keyed as given), then ``components`` (``{KEY: {component: score}}`` with several)."""
+    keyed as given), then ``components`` (``{KEY: {component: score}}`` with several), then ``details`` for scorers
+    that explain their score (``coverage``: per-slot verdicts; ``{KEY: details}`` with several ``-m``)."""
     single = len(keys) == 1
+    details = details or [None] * len(keys)
     for i, r in enumerate(records):
         row = r.to_dict()
         if single:
@@ -266,6 +269,8 @@ def _rows(records, keys: list[str], results: list[tuple[list[float], dict | None
             if results[0][1] is not None:
                 row["components"] = {key: {k: _finite(v[i]) for k, v in res[1].items()}
                                      for key, res in zip(keys, results)}
+        if any(d is not None for d in details):
+            row["details"] = details[0][i] if single else {k: d[i] for k, d in zip(keys, details) if d is not None}
         yield row
 
 
@@ -311,7 +316,7 @@ def _score_into(sink, metrics: list[tuple[str, Any]], records, todo: list[int], 
             idx = [todo[j] for j in part]
             recs = [records[i] for i in idx]
             outputs = [r.output for r in recs]
-            results = []
+            results, details = [], []
             for key, scorer in metrics:
                 kw = {k: [v[i] for i in idx] for k, v in kw_alls[key].items()}
                 if getattr(scorer, "accepts_ids", False):
@@ -321,7 +326,8 @@ def _score_into(sink, metrics: list[tuple[str, Any]], records, todo: list[int], 
                     results.append((comps[main_component(scorer, comps)], comps))
                 else:
                     results.append((scorer.score(outputs, batch_size=args.batch_size, progress=False, **kw), None))
-            for rec, row in zip(recs, _rows(recs, keys, results)):
+                details.append(scorer.details(outputs, **kw) if callable(getattr(scorer, "details", None)) else None)
+            for rec, row in zip(recs, _rows(recs, keys, results, details)):
                 if sink is not None:
                     sink.write(_dumps({**row, **mark(rec)} if mark is not None else row) + "\n")
                 rows_out[row["id"]] = row
@@ -632,8 +638,11 @@ def system_table(scorer, records, rows: list[dict], kw_all: dict, n_bootstrap: i
     for name, idx in _systems_of(records).items():
         scores = [math.nan if _value(rows[i], key) is None else _value(rows[i], key) for i in idx]
         refs = [refs_all[i] for i in idx] if refs_all is not None else None
+        stat = None
+        if hasattr(scorer, "system_statistic") and kw_all.get("mrs") is not None:  # coverage: the pooled SER
+            stat = scorer.system_statistic([records[i].output for i in idx], [kw_all["mrs"][i] for i in idx])
         row = system_score(scorer, [records[i].output for i in idx], scores, refs=refs, n_bootstrap=n_bootstrap,
-                           seed=seed)
+                           seed=seed, statistic=stat)
         table.append({"system": name, **row})
     return table
 
@@ -674,8 +683,9 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
             ci = "-" if t["ci"] is None else f"{t['ci_mean']:.4f} ± {t['ci_halfwidth']:.4f} (of the {t['ci_of']})"
             body.append([t["system"], str(t["n"]), str(t["undefined"]), _fmt(t["mean"]), _fmt(t["corpus"]), ci])
         print(render_table(head, body, right=(1, 2, 3, 4)))
-        print(f"{scorer.name}: {'higher' if scorer.higher_is_better else 'lower'} is better; corpus = the metric's own "
-              f"corpus-level score where it has one; CI = bootstrap 95 %\nsignature: {sig}")
+        corpus = getattr(scorer, "corpus_note", None) or "the metric's own corpus-level score where it has one"
+        print(f"{scorer.name}: {'higher' if scorer.higher_is_better else 'lower'} is better; corpus = {corpus}; "
+              f"CI = bootstrap 95 %\nsignature: {sig}")
         if "corpus" in sig.fields:
             print("(corpus:[...]: sacrebleu's settings of the corpus score and its CI; the fields before it: the "
                   "per-output scores and their mean)")

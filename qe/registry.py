@@ -66,6 +66,10 @@ def _add(names: tuple[str, ...] | str, entry: Entry) -> None:
 # ---- baselines -------------------------------------------------------------------------------------------------
 _add("length", _E("qe.evaluation.baselines:LengthScorer", "output length in words (the confound every report shows)"))
 
+# ---- content (which MR facts an output realises; no references) ------------------------------------------------
+_add("coverage", _E("qe.content.scorer:CoverageScorer", "MR facts realised minus wrong / hallucinated / repeated ones, "
+                                                        "normalised; rows carry per-slot verdicts; lexicon=none|e2e|FILE"))
+
 # ---- reference-based metrics (qe.refmetrics) --------------------------------------------------------------------
 for _n in range(1, 5):
     _add((f"bleu-{_n}",) + (("bleu",) if _n == 4 else ()),

@@ -293,14 +293,16 @@ def compare_systems(scorer: Any, systems: dict[str, Sequence[str]], refs: Sequen
 
 
 def system_score(scorer: Any, outputs: Sequence[str], instance_scores: Sequence[float], refs: Sequence[Any] | None = None,
-                 n_bootstrap: int = 1000, seed: int | None = DEFAULT_SEED) -> dict[str, Any]:
+                 n_bootstrap: int = 1000, seed: int | None = DEFAULT_SEED,
+                 statistic: "SetStatistic | None" = None) -> dict[str, Any]:
     """One system's figures: n, mean of the defined instance scores, the corpus-level score where the metric has one
     (sacrebleu's corpus BLEU / chrF / TER; NIST pooled), and a bootstrap 95 % CI of the system score (the corpus
     score where there is one, else the mean) as sacrebleu gives it: the mean of the resampled scores
     (``ci_mean``) plus or minus the larger distance to the 2.5th / 97.5th percentile (``ci_halfwidth``;
     ``ci`` = the interval). With few items the interval is wide and may pass the metric's range: it is reported,
     not clipped. sacrebleu's metrics use sacrebleu's own bootstrap
-    (``corpus_score(..., n_bootstrap=...)``, the numbers of ``sacrebleu --confidence``)."""
+    (``corpus_score(..., n_bootstrap=...)``, the numbers of ``sacrebleu --confidence``). ``statistic``: the system's
+    pooled statistic where the caller has one (the ``coverage`` scorer's slot error rate, which needs the MRs)."""
     x = np.asarray(instance_scores, dtype=float)
     ok = np.isfinite(x)
     row: dict[str, Any] = {"n": int(len(x)), "undefined": int((~ok).sum()),
@@ -321,7 +323,7 @@ def system_score(scorer: Any, outputs: Sequence[str], instance_scores: Sequence[
             m, ci = float(res._mean) / 100.0, float(res._ci) / 100.0
             row.update(ci=[m - ci, m + ci], ci_mean=m, ci_halfwidth=ci, ci_of="corpus")
         return row
-    st = pooled_statistic(scorer, outputs, refs) if refs is not None else None
+    st = statistic if statistic is not None else (pooled_statistic(scorer, outputs, refs) if refs is not None else None)
     if st is None:
         if not ok.any():
             return row

@@ -85,3 +85,14 @@ def e2e_texts(version: str = "cleaned", split: str = "dev", data_dir=None) -> li
 
 
 __all__ = ["e2e", "e2e_references", "e2e_texts", "FILES"]
+
+
+def e2e_slot_gold(split: str = "dev", data_dir=None) -> list[dict[str, str]]:
+    """The cleaned E2E data as gold for content alignment: per row ``orig_mr`` (the MR the reference was written
+    for), ``mr`` (the MR the reference actually realises, re-annotated by Dušek, Howcroft & Rieser 2019), ``ref`` and
+    ``line``. The slots of ``orig_mr`` missing from ``mr`` are omissions, those of ``mr`` missing from ``orig_mr``
+    additions. Only the cleaned version has both columns."""
+    path = _path("cleaned", split, data_dir)
+    _, rows = read_csv_rows(read_text(path), str(path), required=("mr", "ref", "orig_mr"))
+    return [{"line": str(ln), "orig_mr": row["orig_mr"].strip(), "mr": row["mr"].strip(), "ref": row["ref"].strip()}
+            for ln, row in rows]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 QE = Path(__file__).resolve().parents[2] / "qe"
-FAMILIES = {"lm", "ratpred", "gruen", "discourse", "refmetrics", "ensemble"}
+FAMILIES = {"lm", "ratpred", "gruen", "discourse", "refmetrics", "ensemble", "content"}
 FRONT = {"cli", "app", "sweep", "zoo", "evaluation"}
 
 

@@ -1,0 +1,395 @@
+"""Content alignment: which facts of an MR an output realises, omits or states wrongly, and what it adds.
+
+One interface for every MR format ``qe`` reads (:mod:`qe.core.mr`: dialogue acts, E2E attribute lists, JSON maps,
+RDF triples)::
+
+    from qe.content import Matcher
+    a = Matcher().align("name[The Eagle], priceRange[cheap], familyFriendly[yes]",
+                        "The Eagle is an expensive place that does not welcome children.")
+    a.verdicts      # [Verdict(name=The Eagle: realised), Verdict(priceRange=cheap: wrong, said 'high'), ...]
+    a.hallucinated  # values the output states that the MR does not hold
+    a.counts()      # {"facts": 3, "realised": 1, "omitted": 0, "wrong": 2, "hallucinated": 0, "repeated": 0}
+
+Verdicts (one per fact of the MR):
+
+* ``realised`` - the value is stated (verbatim, as a usual surface form, or as a pattern of the lexicon compatible
+  with it);
+* ``wrong`` - the slot is talked about with another value (``cheap`` for ``priceRange[high]``; ``not
+  family-friendly`` for ``familyFriendly[yes]``);
+* ``omitted`` - nothing in the output says it;
+* ``unchecked`` - the fact has nothing to find (``dontcare``, ``none``, a slot without value whose name has no
+  known wording); unchecked facts count in no figure.
+
+``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
+value of a slot it has, or (triples) a number the MR does not hold. ``repeated`` lists categorical values stated more
+often than the MR holds them (entity names are not counted: texts name an entity again on purpose).
+
+RDF triples: each triple is one fact, ``realised`` when its object entity (the new information) is found
+(verbatim, near-verbatim, or as one of its usual surface forms: :func:`qe.core.surface.entity_variants`) and its
+subject is named somewhere or is the subject of an earlier triple (a pronoun refers to it), else ``omitted``.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, norm_tokens, norm_value,
+                                rules_lexicon, slot_kind)
+from qe.core.mr import TRIPLE_ACT, parse_acts
+from qe.core.surface import entity_text, entity_variants, find_approx, norm_slot, property_words
+
+STATUSES = ("realised", "omitted", "wrong", "unchecked")
+#: tokens that end the scope of a negation cue (and of a value's context)
+SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas", "yet"})
+#: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
+NEGATION_WINDOW = 4
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+
+
+@dataclass
+class Verdict:
+    slot: str
+    value: str | None
+    status: str
+    said: str | None = None  #: the output's value (wrong) or the words that realise the fact
+    engine: str = "matcher"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class Alignment:
+    verdicts: list[Verdict] = field(default_factory=list)
+    hallucinated: list[dict[str, Any]] = field(default_factory=list)
+    repeated: list[dict[str, Any]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(v.status for v in self.verdicts)
+        return {"facts": sum(c[s] for s in ("realised", "omitted", "wrong")), "realised": c["realised"],
+                "omitted": c["omitted"], "wrong": c["wrong"], "unchecked": c["unchecked"],
+                "hallucinated": len(self.hallucinated), "repeated": sum(r.get("extra", 1) for r in self.repeated)}
+
+    def errors(self) -> int:
+        """Slot errors as the E2E papers count them: omitted + wrong + hallucinated + repeated."""
+        c = self.counts()
+        return c["omitted"] + c["wrong"] + c["hallucinated"] + c["repeated"]
+
+    def realised_mr(self) -> dict[str, set[str]]:
+        """What the output says, slot -> set of values (realised facts, the output's values of wrong ones, and the
+        hallucinated values): the MR the text realises, as the cleaned E2E data annotate it."""
+        out: dict[str, set[str]] = {}
+        for v in self.verdicts:
+            if v.status == "realised":
+                out.setdefault(v.slot, set()).add(v.value or "")
+            elif v.status == "wrong" and v.said is not None:
+                out.setdefault(v.slot, set()).add(v.said)
+        for h in self.hallucinated:
+            if h.get("slot"):
+                out.setdefault(h["slot"], set()).add(h["value"])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdicts": [v.to_dict() for v in self.verdicts], "hallucinated": self.hallucinated,
+                "repeated": self.repeated, "counts": self.counts()}
+
+
+@dataclass
+class _Match:
+    slot: str  #: normalised slot key
+    start: int
+    end: int
+    values: dict[str, int]  #: compatible norm values -> weight
+    text: str
+    source: str  #: value | pattern | trigger
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+def _find_every(tokens: list[str], sub: list[str]) -> list[int]:
+    n = len(sub)
+    return [i for i in range(len(tokens) - n + 1) if n and tokens[i:i + n] == sub]
+
+
+def _negated(tokens: list[str], start: int) -> bool:
+    """A negation cue among the few tokens before ``start``, in the same clause."""
+    for k in range(start - 1, max(-1, start - 1 - NEGATION_WINDOW), -1):
+        t = tokens[k]
+        if t in SCOPE_END:
+            return False
+        if t in NEGATIONS:
+            return True
+    return False
+
+
+class Matcher:
+    """The matcher engine: value lexicons (:class:`~qe.content.lexicon.Lexicon`) plus surface-form rules.
+
+    ``lexicon``: a mined :class:`Lexicon` (``None``: rules only - values by their own surface forms, binary slots by
+    the words of the slot's name). ``name`` is what verdicts name as their engine."""
+
+    name = "matcher"
+
+    def __init__(self, lexicon: Lexicon | None = None):
+        self.lexicon = lexicon or rules_lexicon()
+
+    # --------------------------------------------------------------------------------------------- facts
+    @staticmethod
+    def facts(mr: str, where: str = "<mr>") -> list[tuple[str, str, str | None]]:
+        """``[(act, slot, value), ...]`` of an MR in any format; triples as ``(TRIPLE_ACT, property, (s, o))``."""
+        out = []
+        for act, slots in parse_acts(mr, where=where):
+            if act == TRIPLE_ACT:
+                d = dict(slots)
+                out.append((act, d["property"], f"{d['subject']} | {d['object']}"))
+            else:
+                out.extend((act, s, v) for s, v in slots)
+        return out
+
+    # ------------------------------------------------------------------------------------------- align
+    def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
+        facts = self.facts(mr, where)
+        if facts and all(a == TRIPLE_ACT for a, _, _ in facts):
+            return self._align_triples(facts, output)
+        return self._align_slots([f for f in facts if f[0] != TRIPLE_ACT], output)
+
+    def _slot_lex(self, key: str, mr_values: list[str]) -> SlotLexicon:
+        sl = self.lexicon.slots.get(key)
+        if sl is not None:
+            return sl
+        return SlotLexicon(slot_kind(Counter(mr_values), 1), {v: v for v in mr_values})
+
+    def _entries(self, key: str, sl: SlotLexicon, values, raw: dict | None = None):
+        """(tokens, slot, compatible values or None for a trigger, source) of one slot: its values' surface forms
+        (a form the lexicon mined as a pattern takes the pattern's compatible values: "cheap" also fits ``less than
+        £20``), its patterns and its triggers."""
+        out = []
+        if sl.kind == "binary":
+            for pat in sl.triggers:
+                out.append((tuple(pat.split()), key, None, "trigger"))
+        else:
+            for v in values:
+                if v in UNCHECKED_VALUES:
+                    continue
+                forms = [v.split()] + _surface_forms((raw or {}).get((key, v)) or sl.values.get(v, v))
+                for form in forms:
+                    text = " ".join(form)
+                    if form:
+                        out.append((tuple(form), key, dict(sl.patterns.get(text, {v: 1})), "value"))
+        for pat, compat in sl.patterns.items():
+            out.append((tuple(pat.split()), key, dict(compat), "pattern"))
+        return out
+
+    def _index(self) -> dict[str, list]:
+        idx = getattr(self, "_idx", None)
+        if idx is None:
+            idx = {}
+            for key, sl in self.lexicon.slots.items():
+                for e in self._entries(key, sl, list(sl.values)):
+                    idx.setdefault(e[0][0], []).append(e)
+            self._idx = idx
+        return idx
+
+    def _candidates(self, tokens: list[str], mr_slots: dict[str, list[str]], raw: dict[tuple[str, str], str],
+                    names: dict[str, str]) -> list[_Match]:
+        idx = self._index()
+        extra: dict[str, list] = {}
+        for key, vals in mr_slots.items():  # MR values and slots the lexicon does not know
+            sl = self.lexicon.slots.get(key)
+            if sl is None:
+                sl = self._slot_lex(key, vals)
+                ents = self._entries(key, sl, vals, raw)
+                if sl.kind == "binary":
+                    words = tuple(norm_tokens(property_words(names.get(key, key))))
+                    if words:
+                        ents.append((words, key, None, "trigger"))
+            else:
+                ents = self._entries(key, SlotLexicon(sl.kind, sl.values, sl.patterns),
+                                     [v for v in vals if v not in sl.values], raw)
+                ents = [e for e in ents if e[3] == "value"]
+            for e in ents:
+                extra.setdefault(e[0][0], []).append(e)
+        cands: list[_Match] = []
+        seen = set()
+        for i, tok in enumerate(tokens):
+            for form, key, compat, source in idx.get(tok, []) + extra.get(tok, []):
+                j = i + len(form)
+                if tuple(tokens[i:j]) != form or (key, i, j, source) in seen and source != "value":
+                    continue
+                seen.add((key, i, j, source))
+                cands.append(_Match(key, i, j, {"yes": 1} if compat is None else compat, " ".join(form),
+                                    source if compat is not None else "trigger"))
+        # an MR value not found verbatim may be there near-verbatim ("citycentre", "hotels")
+        for key, vals in mr_slots.items():
+            for v in vals:
+                if v in UNCHECKED_VALUES or not v or any(c.slot == key and v in c.values for c in cands):
+                    continue
+                if self._slot_lex(key, vals).kind == "binary":
+                    continue
+                i, j = find_approx(tokens, v.split(), [False] * len(tokens))
+                if i >= 0:
+                    cands.append(_Match(key, i, j, {v: 1}, " ".join(tokens[i:j]), "value"))
+        return cands
+
+    @staticmethod
+    def _resolve(cands: list[_Match], mr_slots: dict[str, list[str]]) -> list[_Match]:
+        """Longest matches first; a match overlapping one already taken is dropped; among matches of the same span,
+        the one compatible with the MR wins (as the E2E slot-error script prefers the MR's value)."""
+        def rank(m: _Match):
+            in_mr = any(v in mr_slots.get(m.slot, []) for v in m.values) or (m.source != "value" and m.slot in mr_slots)
+            return (-m.length, 0 if m.source == "value" else 1, 0 if in_mr else 1, m.start)
+
+        taken: list[_Match] = []
+        used = set()
+        for m in sorted(cands, key=rank):
+            span = set(range(m.start, m.end))
+            if span & used:
+                continue
+            used |= span
+            taken.append(m)
+        return sorted(taken, key=lambda m: m.start)
+
+    def _align_slots(self, facts: list[tuple[str, str, str | None]], output: str) -> Alignment:
+        tokens = norm_tokens(output)
+        mr_slots: dict[str, list[str]] = {}
+        raw: dict[tuple[str, str], str] = {}
+        for _, s, v in facts:
+            mr_slots.setdefault(norm_slot(s), []).append(norm_value(v))
+            raw[(norm_slot(s), norm_value(v))] = (v or "").strip()
+        written = {norm_slot(s): s for _, s, _ in facts}
+        matches = self._resolve(self._candidates(tokens, mr_slots, raw, written), mr_slots)
+        # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
+        said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
+        for m in matches:
+            vals = m.values
+            sl = self.lexicon.slots.get(m.slot)
+            if (sl is not None and sl.kind == "binary") or m.source == "trigger":
+                best = max(vals, key=vals.get)
+                pol = best in ("yes", "true")
+                if _negated(tokens, m.start) and not (set(m.text.split()) & NEGATIONS):
+                    pol = not pol
+                vals = {("yes" if pol else "no"): 1}
+            said.setdefault(m.slot, []).append((m, vals))
+        al = Alignment()
+        consumed: set[int] = set()
+        # realised first (so a slot with two values, e.g. near[x], near[y], gets both), then wrong
+        pending = []
+        for _, s, v in facts:
+            key, nv = norm_slot(s), norm_value(v)
+            if v is not None and nv in UNCHECKED_VALUES:
+                al.verdicts.append(Verdict(s, v, "unchecked"))
+                continue
+            if v is None:  # a slot without value (request(area)): talked about or not
+                hit = next((k for k, (m, _) in enumerate(said.get(key, [])) if id(m) not in consumed), None)
+                if hit is None and key not in self.lexicon.slots:
+                    words = norm_tokens(property_words(s))  # "pricerange" is found as "price range" too
+                    ok = bool(words) and find_approx(tokens, words, [False] * len(tokens))[0] >= 0
+                    al.verdicts.append(Verdict(s, v, "realised" if ok else "omitted",
+                                               " ".join(words) if ok else None))
+                    continue
+                al.verdicts.append(Verdict(s, v, "omitted" if hit is None else "realised",
+                                           None if hit is None else said[key][hit][0].text))
+                if hit is not None:
+                    consumed.add(id(said[key][hit][0]))
+                continue
+            hits = [m for m, vals in said.get(key, []) if nv in vals and id(m) not in consumed]
+            if hits:
+                for m in hits:  # every mention of the value realises this one fact
+                    consumed.add(id(m))
+                al.verdicts.append(Verdict(s, v, "realised", hits[0].text))
+            else:
+                pending.append((s, v, key, nv))
+        for s, v, key, nv in pending:
+            other = [(m, vals) for m, vals in said.get(key, []) if id(m) not in consumed]
+            if other:
+                m, vals = other[0]
+                consumed.add(id(m))
+                val = max(vals, key=vals.get)
+                al.verdicts.append(Verdict(s, v, "wrong", self._written(key, val)))
+            else:
+                al.verdicts.append(Verdict(s, v, "omitted"))
+        pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
+        al.verdicts.sort(key=lambda vd: pos.get((vd.slot, vd.value), 0))
+        # what else the output says: one hallucination per (slot, value) it states that the MR neither holds nor
+        # had as the answer of a wrong verdict; a value stated more often than the MR holds it is repeated
+        answered = {(norm_slot(v.slot), norm_value(v.said)) for v in al.verdicts if v.status == "wrong" and v.said}
+        stated: Counter = Counter()
+        extra: dict[tuple[str, str], _Match] = {}
+        for key, lst in said.items():
+            for m, vals in lst:
+                val = max(vals, key=vals.get)
+                if id(m) in consumed or val in mr_slots.get(key, []):
+                    stated[(key, val)] += 1
+                elif (key, val) not in answered and (key, val) not in extra:
+                    extra[(key, val)] = m
+        for (key, val), m in extra.items():
+            al.hallucinated.append({"slot": written.get(key, self._slot_name(key)), "value": self._written(key, val),
+                                    "text": m.text})
+        for (key, val), n in stated.items():
+            sl = self.lexicon.slots.get(key)
+            kind = sl.kind if sl is not None else "category"
+            expected = mr_slots.get(key, []).count(val)
+            if kind == "category" and expected and n > expected:
+                al.repeated.append({"slot": written.get(key, key), "value": self._written(key, val),
+                                    "extra": n - expected})
+        return al
+
+    def _written(self, key: str, val: str) -> str:
+        sl = self.lexicon.slots.get(key)
+        return sl.values.get(val, val) if sl is not None else val
+
+    def _slot_name(self, key: str) -> str:
+        return key
+
+    # ------------------------------------------------------------------------------------------ triples
+    def _align_triples(self, facts, output: str) -> Alignment:
+        tokens = norm_tokens(output)
+        al = Alignment()
+        seen_subjects: list[str] = []
+        mr_numbers: set[str] = set()
+        for _, prop, so in facts:
+            subj, obj = so.split(" | ", 1)
+            s_txt, o_txt = entity_text(subj), entity_text(obj)
+            mr_numbers |= {t for t in norm_tokens(s_txt) + norm_tokens(o_txt) if _NUMBER.match(t)}
+            for var in entity_variants(o_txt):
+                mr_numbers |= {t for t in var if _NUMBER.match(t)}
+            o_hit = _entity_hit(tokens, o_txt)
+            s_hit = _entity_hit(tokens, s_txt) or s_txt in seen_subjects or not seen_subjects
+            if s_txt not in seen_subjects:
+                seen_subjects.append(s_txt)
+            status = "realised" if o_hit and s_hit else "omitted"
+            al.verdicts.append(Verdict(prop, f"{subj} | {obj}", status, o_hit or None))
+        for t in tokens:
+            if _NUMBER.match(t) and t not in mr_numbers and t.rstrip("0").rstrip(".") not in mr_numbers:
+                al.hallucinated.append({"slot": None, "value": t, "text": t})
+        return al
+
+
+def _entity_hit(tokens: list[str], text: str) -> str:
+    """The words of the output that name an entity (verbatim, near-verbatim, or a usual surface form), or ''."""
+    vt = norm_tokens(text)
+    if vt and _find_every(tokens, vt):
+        return " ".join(vt)
+    if vt:
+        i, j = find_approx(tokens, vt, [False] * len(tokens))
+        if i >= 0:
+            return " ".join(tokens[i:j])
+    for var in entity_variants(text):
+        form = [t for t in var if t not in ("-",)]
+        form = norm_tokens(" ".join(form))
+        if form and _find_every(tokens, form):
+            return " ".join(form)
+    return ""
+
+
+def _surface_forms(value: str) -> list[list[str]]:
+    from qe.core.surface import value_variants
+
+    return [norm_tokens(" ".join(v)) for v in value_variants(value)]
+
+
+__all__ = ["Alignment", "Matcher", "Verdict", "STATUSES", "NEGATION_WINDOW"]

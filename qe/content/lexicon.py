@@ -1,0 +1,326 @@
+"""Value lexicons mined from (MR, text) pairs: which word sequences realise which slot value.
+
+A :class:`Lexicon` holds, per slot (names normalised by :func:`qe.core.surface.norm_slot`):
+
+* ``kind``: ``binary`` (yes/no values, e.g. ``familyFriendly``), ``category`` (a closed set of values, e.g.
+  ``priceRange``) or ``entity`` (many values written as names, e.g. ``name``, ``near``: only their own surface forms
+  are used, nothing is mined for them);
+* ``values``: every value seen (normalised text -> the value as written);
+* ``patterns``: token sequences that realise the slot, each with the values it is *compatible* with and how often it
+  was seen with each. A pattern may fit several values: the cleaned E2E data accept "cheap" for both ``cheap`` and
+  ``less than £20``, so both are compatible with it; a value that is not compatible is contradicted by it;
+* ``triggers`` (binary slots): sequences that say the slot is talked about (``family friendly``, ``kids``), whose
+  polarity is read from negation cues before them (:mod:`qe.content.matcher`).
+
+:func:`mine` learns it from pairs whose MR lists exactly what the text realises (the cleaned E2E references, or
+references written for their MR). Every text is first *delexicalised*: each MR value found verbatim (or as one of its
+usual surface forms) is replaced by a placeholder, so names never become patterns of the slots they co-occur with.
+Then every 1-4-gram of the remaining tokens is counted with the slots and values of its MR; an n-gram is a pattern
+of a slot when at least ``min_count`` texts hold it and at least ``min_precision`` of them have the slot in their MR;
+its compatible values are those with at least ``min_share`` of its occurrences. n-grams made only of function words,
+and n-grams whose shorter part is already a pattern of the same slot with the same values, are left out.
+
+Hand-written where no field library fits: mining slot lexicons from delexicalised data is the E2E cleaning work's
+idea (its slot-error script holds hand-written regular expressions); here they are learned, so a new domain needs
+data, not code.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qe.core.surface import NUMBER_WORDS, norm_slot, property_words, tokenize
+
+LEXICON_FORMAT = 1
+#: values of yes/no slots (lower case)
+BINARY_VALUES = frozenset({"yes", "no", "true", "false"})
+#: values that state no fact to find in the text (unknown, don't care)
+UNCHECKED_VALUES = frozenset({"none", "dontcare", "dont_care", "?", "", "x"})
+#: negation cues read before a binary slot's trigger
+NEGATIONS = frozenset({"not", "no", "non", "n't", "never", "without", "nor", "un"})
+_NUMBER_OF = {w: d for d, w in NUMBER_WORDS.items()}
+#: tokens dropped before matching (so "family-friendly" is "family friendly", "£20-25" is "£ 20 25")
+_DROP = frozenset({"-", "–", "—", "‐", "'", '"', "`", "``", "''"})
+_BOUNDARY = frozenset({".", "!", "?", ";", ",", ":", "(", ")", "but", "while", "although", "however"})
+
+
+def _stopwords() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) - NEGATIONS - {"cheap", "fire", "eleven", "five", "three", "one", "two", "four",
+                                                         "six", "seven", "eight", "nine", "ten", "twenty", "thirty",
+                                                         "fifty", "hundred", "first", "third", "top", "bottom", "front",
+                                                         "back", "side", "full", "empty", "well", "only", "all", "many"}
+
+
+def norm_tokens(text: str) -> list[str]:
+    """Matching tokens: lower-cased words (:func:`qe.core.surface.tokenize`), hyphens and quotes dropped, number words
+    as digits (``five-star`` -> ``5 star``)."""
+    return [_NUMBER_OF.get(t, t) for t in tokenize(text) if t not in _DROP]
+
+
+def norm_value(value: str | None) -> str:
+    """A value as matching text: its :func:`norm_tokens` joined by spaces."""
+    return " ".join(norm_tokens(value or ""))
+
+
+@dataclass
+class SlotLexicon:
+    kind: str  #: binary | category | entity
+    values: dict[str, str] = field(default_factory=dict)  #: norm value -> value as written
+    #: pattern (space-joined norm tokens) -> {norm value: count}
+    patterns: dict[str, dict[str, int]] = field(default_factory=dict)
+    triggers: list[str] = field(default_factory=list)
+    examples: int = 0  #: texts whose MR holds the slot
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "examples": self.examples, "values": self.values,
+                "patterns": self.patterns, "triggers": self.triggers}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SlotLexicon":
+        return cls(d["kind"], dict(d.get("values", {})), {k: dict(v) for k, v in d.get("patterns", {}).items()},
+                   list(d.get("triggers", [])), int(d.get("examples", 0)))
+
+
+@dataclass
+class Lexicon:
+    slots: dict[str, SlotLexicon] = field(default_factory=dict)
+    source: str = "rules"  #: what it was mined from (a dataset name, a file)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, slot: str) -> SlotLexicon | None:
+        return self.slots.get(norm_slot(slot))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": LEXICON_FORMAT, "source": self.source, "settings": self.settings,
+                "slots": {k: v.to_dict() for k, v in sorted(self.slots.items())}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "<lexicon>") -> "Lexicon":
+        if not isinstance(d, dict) or d.get("format") != LEXICON_FORMAT or not isinstance(d.get("slots"), dict):
+            raise ValueError(f"{where}: not a qe content lexicon (expected a JSON object with format={LEXICON_FORMAT} "
+                             "and slots)")
+        return cls({k: SlotLexicon.from_dict(v) for k, v in d["slots"].items()}, d.get("source", str(where)),
+                   d.get("settings", {}))
+
+    def save(self, path: str | Path) -> None:
+        from qe.core.jsonio import dumps
+
+        Path(path).write_text(dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Lexicon":
+        p = Path(path)
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"lexicon {p}: cannot read it ({exc})") from None
+        return cls.from_dict(data, str(p))
+
+    @property
+    def checksum(self) -> str:
+        """sha256 (12 hex digits) of the lexicon's JSON: the signature names it."""
+        text = json.dumps(self.to_dict()["slots"], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def slot_kind(values: Counter, n_texts: int, verbatim: float = 0.0) -> str:
+    """``binary`` when every checkable value is yes/no; ``entity`` when the slot has many values (8 or more) that
+    texts mostly write verbatim (names: ``verbatim`` is the share of texts holding their value as written); else
+    ``category``."""
+    checkable = {v for v in values if v not in UNCHECKED_VALUES}
+    if checkable and checkable <= BINARY_VALUES:
+        return "binary"
+    if len(checkable) >= 8 and verbatim >= 0.7:
+        return "entity"
+    return "category"
+
+
+def _ngrams(tokens: Sequence[str], max_n: int) -> set[str]:
+    out = set()
+    for n in range(1, max_n + 1):
+        for i in range(len(tokens) - n + 1):
+            gram = tokens[i:i + n]
+            if any(t.startswith("<") or t in _BOUNDARY for t in gram):
+                continue
+            out.add(" ".join(gram))
+    return out
+
+
+def delexicalise(tokens: list[str], values: Iterable[str]) -> list[str]:
+    """``tokens`` with every occurrence of each value's tokens (longest first) replaced by one ``<v>`` token."""
+    toks = list(tokens)
+    for v in sorted({v for v in values if v}, key=lambda v: -len(v.split())):
+        vt = v.split()
+        i, out = 0, []
+        while i < len(toks):
+            if toks[i:i + len(vt)] == vt:
+                out.append("<v>")
+                i += len(vt)
+            else:
+                out.append(toks[i])
+                i += 1
+        toks = out
+    return toks
+
+
+def _lift(p_given: float, p_base: float) -> float:
+    """How much of the remaining uncertainty knowing the n-gram removes: (P(x | g) - P(x)) / (1 - P(x))."""
+    return (p_given - p_base) / (1 - p_base) if p_base < 1 else 0.0
+
+
+def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 5,
+         min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>") -> Lexicon:
+    """Mine a :class:`Lexicon` from ``(mr, text)`` pairs whose MR lists what the text realises.
+
+    An n-gram ``g`` (1 to ``max_n`` tokens, seen in ``min_count`` texts or more, not only function words) is a
+    pattern of slot ``s`` when it says that ``s`` is talked about: its normalised lift
+    ``(P(s | g) - P(s)) / (1 - P(s))`` is at least ``min_precision`` (slots that every MR holds, such as E2E's
+    ``name``, get no patterns). Its *compatible values* are those it makes more likely than they are
+    among all texts holding ``s`` (by a tenth at least), with a share of at least ``min_share`` of its occurrences;
+    a value that most texts of a category slot hold needs the n-gram to share a word with it; a pattern is kept
+    only when its compatible values cover ``min_precision`` of its occurrences (so a pattern that contradicts a
+    value does so reliably). A pattern compatible with every value says the slot is talked about but not how: a
+    binary slot keeps it as a *trigger* (its polarity is read from negation cues), other slots drop it. Entity slots
+    (:func:`slot_kind`) are matched by their values' own surface forms only; their values are replaced by a
+    placeholder in every text before counting, so a name never becomes a pattern of a slot it co-occurs with.
+
+    Triples MRs (RDF) are skipped: their entities are matched by their own surface forms."""
+    from qe.core.mr import TRIPLE_ACT, parse_acts
+
+    stop = _stopwords()
+    texts: list[tuple[dict[str, set[str]], list[str]]] = []
+    values: dict[str, Counter] = defaultdict(Counter)
+    verbatim: Counter = Counter()
+    written: dict[str, dict[str, str]] = defaultdict(dict)
+    slot_names: dict[str, str] = {}
+    for k, (mr, text) in enumerate(pairs):
+        acts = parse_acts(mr, where=f"{where}[{k}]")
+        if all(a == TRIPLE_ACT for a, _ in acts):
+            continue
+        toks = norm_tokens(text)
+        joined = f" {' '.join(toks)} "
+        facts: dict[str, set[str]] = defaultdict(set)
+        for _, slots in acts:
+            for s, v in slots:
+                key, nv = norm_slot(s), norm_value(v)
+                facts[key].add(nv)
+                values[key][nv] += 1
+                verbatim[key] += bool(nv) and f" {nv} " in joined
+                written[key].setdefault(nv, (v or "").strip())
+                slot_names.setdefault(key, s)
+        texts.append((facts, toks))
+    n = len(texts)
+    n_slot = Counter(k for facts, _ in texts for k in facts)
+    kinds = {k: slot_kind(values[k], n_slot[k], verbatim[k] / max(1, sum(values[k].values()))) for k in values}
+    names = {v for k in values if kinds[k] == "entity" for v in values[k] if v not in UNCHECKED_VALUES}
+    gram_n: Counter = Counter()
+    gram_slot: dict[str, Counter] = defaultdict(Counter)
+    gram_value: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for facts, toks in texts:
+        grams = _ngrams(delexicalise(toks, names), max_n)
+        grams = {g for g in grams if not all(t in stop or t in NEGATIONS or not t.isalnum() for t in g.split())}
+        for g in grams:
+            gram_n[g] += 1
+            for key, vals in facts.items():
+                gram_slot[g][key] += 1
+                for v in vals:
+                    gram_value[(g, key)][v] += 1
+    lex = Lexicon(source=source, settings={"min_count": min_count, "min_precision": min_precision,
+                                           "min_share": min_share, "max_n": max_n, "texts": n})
+    # each n-gram belongs to one slot at most: the one it says most about (the highest lift; ties go to a slot whose
+    # values hold its words, then to the rarer slot) - so "chinese", frequent in texts whose MR also has an eatType,
+    # is food's and not eatType's
+    value_words = {k: {t for v in values[k] for t in v.split()} | set(norm_tokens(property_words(slot_names[k])))
+                   for k in values}
+    owner: dict[str, str] = {}
+    for g, cnt in gram_n.items():
+        if cnt < min_count:
+            continue
+        best = None
+        for key, c in gram_slot[g].items():
+            if kinds[key] == "entity" or n_slot[key] >= n:
+                continue
+            rank = (bool(set(g.split()) & value_words[key]), round(_lift(c / cnt, n_slot[key] / n), 2), -n_slot[key])
+            if best is None or rank > best[0]:
+                best = (rank, key)
+        if best is not None:
+            owner[g] = best[1]
+    for key in sorted(values):
+        sl = SlotLexicon(kinds[key], {v: written[key][v] for v in sorted(values[key])}, examples=n_slot[key])
+        lex.slots[key] = sl
+        if kinds[key] == "entity" or n_slot[key] >= n:
+            continue
+        p_slot = n_slot[key] / n
+        base = {v: c / n_slot[key] for v, c in values[key].items()}
+        checkable = {v for v in values[key] if v not in UNCHECKED_VALUES}
+        binary = kinds[key] == "binary"
+        # the slot's own words: single tokens that say the slot is talked about, and the tokens of its values; a
+        # longer pattern must hold one (so "food in the high" is no pattern of food, however often it co-occurs)
+        anchors = {t for v in checkable for t in v.split()}
+        for g, cnt in gram_n.items():
+            if " " not in g and cnt >= min_count and owner.get(g) == key and \
+                    _lift(gram_slot[g].get(key, 0) / cnt, p_slot) >= min_precision:
+                anchors.add(g)
+        cands = []
+        for g, cnt in gram_n.items():
+            c = gram_slot[g].get(key, 0)
+            if cnt < min_count or c < min_count or owner.get(g) != key or _lift(c / cnt, p_slot) < min_precision:
+                continue
+            words = g.split()
+            if len(words) > 1 and not (set(words) & anchors):
+                continue
+            share = gram_value[(g, key)]
+            # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
+            # an n-gram co-occurs with it says little
+            compat = {v: k for v, k in share.items()
+                      if v in checkable and k / c >= min_share and k / c >= 1.1 * base[v]
+                      and (binary or base[v] < 0.5 or set(words) & set(v.split()))}
+            covered = sum(compat.values()) / c
+            negated = bool(set(words) & NEGATIONS)
+            if binary and not negated and not (compat and len(compat) == 1 and covered >= 1 - min_share):
+                cands.append((g, None))  # a trigger: the slot is talked about; the polarity is read around it
+                continue
+            if not compat or set(compat) >= checkable or covered < min_precision:
+                continue
+            cands.append((g, compat))
+        if kinds[key] == "category":
+            # the values' own words: which values a text that writes value w is annotated with ("low" also for
+            # "1 out of 5", "cheap" also for "less than £20")
+            for v in checkable:
+                c = gram_value[(v, key)]
+                tot = sum(c.values()) if c else 0
+                if tot >= min_count:
+                    compat = {u: k for u, k in c.items() if u in checkable and k / tot >= min_share
+                              and k / tot >= 1.1 * base[u]}
+                    compat[v] = c.get(v, 0) or 1
+                    cands.append((v, compat))
+        cands.sort(key=lambda x: (len(x[0].split()), x[0]))
+        kept: dict[str, dict[str, int] | None] = {}
+        for g, compat in cands:
+            toks = g.split()
+            subs = {" ".join(toks[i:j]) for i in range(len(toks)) for j in range(i + 1, len(toks) + 1)} - {g}
+            if any(h in kept and (kept[h] is None if compat is None else
+                                  kept[h] is not None and set(kept[h]) == set(compat)) for h in subs) or \
+                    (compat is None and any(h in kept and kept[h] is None for h in subs)):
+                continue  # a shorter pattern already says the same
+            kept[g] = compat
+        sl.patterns = {g: c for g, c in kept.items() if c is not None}
+        sl.triggers = [g for g, c in kept.items() if c is None]
+    return lex
+
+
+def rules_lexicon() -> Lexicon:
+    """The lexicon used without data: nothing mined (values are matched by their own surface forms, binary slots by
+    the words of the slot's name)."""
+    return Lexicon(source="rules")
+
+
+__all__ = ["Lexicon", "SlotLexicon", "mine", "norm_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
+           "BINARY_VALUES", "UNCHECKED_VALUES", "NEGATIONS", "LEXICON_FORMAT"]

@@ -1,0 +1,143 @@
+"""The referenceless ``coverage`` scorer: how much of its MR an output realises, and what it gets wrong.
+
+    qe score -m coverage -i outputs.txt --mrs mrs.txt -o scores.jsonl         # rows carry the per-slot verdicts
+    qe score -m coverage --opt lexicon=e2e -i outputs.txt --mrs mrs.txt --system-level   # SER per system
+    qe.load("coverage").score(outputs, mrs=mrs)
+
+Per output, with the counts of :class:`qe.content.align.Alignment` (``N`` = facts that can be checked: realised +
+omitted + wrong)::
+
+    coverage = clip((realised - wrong_penalty * wrong - hallucination_penalty * hallucinated
+                     - repeat_penalty * repeated) / N, 0, 1)          (defaults 1, 1, 0.5)
+    ser      = (omitted + wrong + hallucinated + repeated) / N      (the slot error rate of the E2E papers)
+
+Both are undefined (NaN) when the MR holds no fact that can be checked (only ``dontcare`` / ``none`` values). The
+penalties were set without any rating: a wrong value is as bad as a missing one plus a false statement, a stated
+value the MR does not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per
+system and, as its corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
+
+``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
+name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
+realises; a few seconds, kept for the process) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
+signature names the lexicon by checksum.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from qe.content.align import Alignment, Matcher
+from qe.content.lexicon import Lexicon, mine
+from qe.core.scorer import Scorer
+
+#: lexicons mined from a dataset on demand: name -> (what it reads, how)
+DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fixed.no-ol.csv: column mr, ref)"}
+
+
+@lru_cache(maxsize=4)
+def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
+    """Mine the lexicon of a known dataset (:data:`DATASET_LEXICONS`) from the data directory."""
+    if name == "e2e":
+        from qe.data.e2e import e2e_slot_gold
+
+        rows = e2e_slot_gold("dev", data_dir)
+        return mine([(r["mr"], r["ref"]) for r in rows], source="e2e-dev-cleaned", min_count=10)
+    raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
+
+
+def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) -> Lexicon | None:
+    if lexicon is None or isinstance(lexicon, Lexicon):
+        return lexicon
+    text = str(lexicon)
+    if text.lower() in ("none", "rules", ""):
+        return None
+    if text in DATASET_LEXICONS:
+        return dataset_lexicon(text, data_dir)
+    return Lexicon.load(text)
+
+
+class CoverageScorer(Scorer):
+    name = "coverage"
+    requires_mrs = True
+    higher_is_better = True
+    main_component = "coverage"
+
+    def __init__(self, lexicon: str | Lexicon | None = None, wrong_penalty: float = 1.0,
+                 hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None):
+        for k, v in (("wrong_penalty", wrong_penalty), ("hallucination_penalty", hallucination_penalty),
+                     ("repeat_penalty", repeat_penalty)):
+            if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
+                raise ValueError(f"coverage: {k}={v!r} must be a number >= 0")
+        self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
+        self.matcher = Matcher(resolve_lexicon(lexicon, data_dir))
+        self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
+
+    def signature_fields(self) -> dict[str, Any]:
+        lex = self.matcher.lexicon
+        return {"engine": self.matcher.name,
+                "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
+                "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
+
+    # ------------------------------------------------------------------------------------------ per output
+    def align(self, outputs, mrs, ids=None) -> list[Alignment]:
+        out = []
+        for i, (o, mr) in enumerate(zip(outputs, mrs)):
+            where = f"mrs[{i}]" if ids is None else f"record {ids[i]!r}: field 'mr'"
+            out.append(self.matcher.align(mr, o, where=where))
+        return out
+
+    def figures(self, al: Alignment) -> dict[str, float]:
+        c = al.counts()
+        n = c["facts"]
+        wp, hp, rp = self.penalties
+        if n == 0:
+            cov = ser = math.nan
+        else:
+            cov = min(1.0, max(0.0, (c["realised"] - wp * c["wrong"] - hp * c["hallucinated"] - rp * c["repeated"]) / n))
+            ser = al.errors() / n
+        return {"coverage": cov, "ser": ser, **{k: float(c[k]) for k in
+                                                ("facts", "realised", "omitted", "wrong", "hallucinated", "repeated")}}
+
+    accepts_ids = True
+
+    def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kw) -> list[float]:
+        return [self.figures(a)["coverage"] for a in self.align(outputs, mrs, ids)]
+
+    def _score_components(self, outputs, *, mrs=None, refs=None, batch_size=None, progress=True, ids=None,
+                          **kw) -> dict[str, list[float]]:
+        figs = [self.figures(a) for a in self.align(outputs, mrs, ids)]
+        return {k: [f[k] for f in figs] for k in figs[0]} if figs else {}
+
+    def details(self, outputs, mrs=None, ids=None, **kw) -> list[dict[str, Any]]:
+        """Per output: the verdict of every fact, the hallucinated and repeated values, the counts (the JSON ``qe
+        score`` writes as each row's ``details``)."""
+        if mrs is None:
+            self._check_inputs(list(outputs), mrs, None, {})
+        return [a.to_dict() for a in self.align(list(outputs), list(mrs), ids)]
+
+    #: what ``qe score --system-level`` shows as the corpus column
+    corpus_note = "the slot error rate pooled over the system's outputs (errors / facts; lower is better)"
+
+    def system_statistic(self, outputs, mrs):
+        """The pooled slot error rate of a set of outputs as a :class:`qe.significance.SetStatistic` (per output:
+        errors and checkable facts; the set's score is their sums' ratio), so bootstrap CIs resample outputs."""
+        import numpy as np
+
+        from qe.significance import SetStatistic
+
+        als = self.align(list(outputs), list(mrs))
+        stats = np.array([[a.errors(), a.counts()["facts"]] for a in als], dtype=float).reshape(-1, 2)
+
+        def value(summed):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.where(summed[:, 1] > 0, summed[:, 0] / summed[:, 1], np.nan)
+
+        return SetStatistic(stats, value, "pooled")
+
+    def slot_error_rate(self, outputs, mrs) -> float:
+        """The pooled slot error rate: sum of errors over sum of checkable facts (NaN when there are none)."""
+        return self.system_statistic(outputs, mrs).score()
+
+
+__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "resolve_lexicon"]

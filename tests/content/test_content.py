@@ -1,0 +1,158 @@
+"""Content alignment (qe.content): verdicts per fact, lexicons mined from data, the coverage scorer and its CLI rows."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import needs_data
+from qe.content import Lexicon, Matcher, mine
+from qe.content.scorer import CoverageScorer
+
+
+def _status(al, slot):
+    return next((v.status, v.said) for v in al.verdicts if v.slot == slot)
+
+
+# ------------------------------------------------------------------------------------------------ rules only
+def test_rules_find_values_surface_forms_and_negated_binary_slots():
+    m = Matcher()
+    al = m.align("name[The Eagle], area[city centre], customer rating[5 out of 5], familyFriendly[yes], food[Thai]",
+                 "The Eagle, in the city center, has a five-star rating. It is not family-friendly.")
+    assert _status(al, "name")[0] == "realised"
+    assert _status(al, "area") == ("realised", "city center")  # a usual surface form
+    assert _status(al, "customer rating")[0] == "realised"  # "five-star" for 5 out of 5
+    assert _status(al, "familyFriendly") == ("wrong", "no")  # negation before the slot's words
+    assert _status(al, "food") == ("omitted", None)
+    c = al.counts()
+    assert (c["facts"], c["realised"], c["wrong"], c["omitted"]) == (5, 3, 1, 1)
+    assert al.errors() == 2
+
+
+def test_unchecked_values_and_slots_without_value():
+    al = Matcher().align("inform(name='hotel stratford';area=dontcare)&request(pricerange)",
+                         "hotel stratford is in any area . what price range do you want ?")
+    st = {v.slot: v.status for v in al.verdicts}
+    assert st == {"name": "realised", "area": "unchecked", "pricerange": "realised"}
+    assert al.counts()["facts"] == 2
+
+
+def test_dialogue_acts_json_and_e2e_mrs_align_alike():
+    text = "Blue Spice is a coffee shop by the riverside."
+    for mr in ("name[Blue Spice], eatType[coffee shop], area[riverside]",
+               '{"name": "Blue Spice", "eatType": "coffee shop", "area": "riverside"}',
+               "inform(name='Blue Spice';eatType='coffee shop';area=riverside)"):
+        c = Matcher().align(mr, text).counts()
+        assert (c["facts"], c["realised"]) == (3, 3), mr
+
+
+def test_triples_objects_subjects_dates_and_hallucinated_numbers():
+    mr = '[["Alan_Bean", "birthPlace", "Wheeler,_Texas"], ["Alan_Bean", "birthDate", "1932-03-15"], ' \
+         '["Alan_Bean", "occupation", "Test_pilot"]]'
+    al = Matcher().align(mr, "Alan Bean was born in Wheeler on 15 March 1932 and flew 3 missions.")
+    assert [v.status for v in al.verdicts] == ["realised", "realised", "omitted"]
+    assert [h["value"] for h in al.hallucinated] == ["3"]
+
+
+def test_bad_mr_names_the_record():
+    with pytest.raises(Exception, match="record 'r7'"):
+        CoverageScorer().score(["text"], mrs=["name[oops"], ids=["r7"])
+
+
+# --------------------------------------------------------------------------------------------- mined lexicon
+PAIRS = []
+for i in range(12):
+    PAIRS += [
+        (f"name[Place{i}], priceRange[cheap], familyFriendly[yes]", f"Place{i} is cheap and kid friendly ."),
+        (f"name[Place{i}], priceRange[less than £20], familyFriendly[no]",
+         f"Place{i} is cheap but it is not kid friendly ."),
+        (f"name[Place{i}], familyFriendly[yes]", f"children are welcome at Place{i} ."),
+        (f"name[Place{i}], priceRange[high]", f"Place{i} is expensive ."),
+        (f"name[Place{i}], familyFriendly[no]", f"Place{i} is adults only ."),
+        (f"name[Place{i}]", f"Place{i} is a place ."),
+    ]
+
+
+def test_mine_learns_paraphrases_shared_values_and_triggers():
+    lex = mine(PAIRS, min_count=5)
+    pr, ff = lex.slots["pricerange"], lex.slots["familyfriendly"]
+    assert lex.slots["name"].kind == "entity" and not lex.slots["name"].patterns  # names are never mined
+    assert pr.kind == "category" and ff.kind == "binary"
+    assert set(pr.patterns["cheap"]) == {"cheap", "less than £ 20"}  # "cheap" fits both values
+    assert set(pr.patterns["expensive"]) == {"high"}
+    assert "kid" in ff.triggers or "friendly" in ff.triggers
+    assert any(set(c) == {"no"} for p, c in ff.patterns.items() if "adults" in p)
+
+
+def test_mined_lexicon_decides_wrong_values_and_hallucinations():
+    m = Matcher(mine(PAIRS, min_count=5))
+    al = m.align("name[Zed], priceRange[cheap], familyFriendly[yes]", "Zed is expensive and adults only .")
+    assert _status(al, "priceRange") == ("wrong", "high")
+    assert _status(al, "familyFriendly") == ("wrong", "no")
+    al = m.align("name[Zed], priceRange[less than £20]", "Zed is cheap and kid friendly .")
+    assert _status(al, "priceRange")[0] == "realised"  # cheap realises less than £20, as the data annotate it
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("familyfriendly", "yes")]
+
+
+def test_lexicon_round_trip_and_bad_file(tmp_path):
+    lex = mine(PAIRS, min_count=5)
+    p = tmp_path / "lex.json"
+    lex.save(p)
+    back = Lexicon.load(p)
+    assert back.to_dict() == json.loads(p.read_text()) and back.checksum == lex.checksum
+    (tmp_path / "bad.json").write_text('{"hello": 1}')
+    with pytest.raises(ValueError, match="not a qe content lexicon"):
+        Lexicon.load(tmp_path / "bad.json")
+
+
+# ------------------------------------------------------------------------------------------------- the scorer
+def test_coverage_formula_components_and_undefined():
+    s = CoverageScorer()
+    mrs = ["name[A], food[Thai], area[riverside]", "name[B], food[dontcare]", "food[dontcare]"]
+    outs = ["A serves Thai food .", "B .", "Anything ."]
+    comps = s.score_components(outs, mrs=mrs)
+    assert comps["coverage"][0] == pytest.approx(2 / 3) and comps["ser"][0] == pytest.approx(1 / 3)
+    assert comps["coverage"][1] == 1.0 and comps["facts"][1] == 1.0
+    assert math.isnan(comps["coverage"][2])  # nothing to check
+    assert s.score(outs, mrs=mrs)[:2] == comps["coverage"][:2]
+    # a wrong value costs the fact and one penalty
+    s2 = CoverageScorer()
+    assert s2.score(["A is not family friendly ."], mrs=["name[A], familyFriendly[yes]"]) == [0.0]
+    assert s2.slot_error_rate(outs[:2], mrs[:2]) == pytest.approx(1 / 4)
+    with pytest.raises(ValueError, match="wrong_penalty"):
+        CoverageScorer(wrong_penalty=-1)
+    assert "lexicon:none" in str(s.signature)
+
+
+def test_qe_score_rows_carry_verdicts_and_system_ser(tmp_path, capsys):
+    from qe.cli import main
+
+    (tmp_path / "mrs.txt").write_text("name[A], food[Thai]\nname[B], food[Thai]\n", encoding="utf-8")
+    (tmp_path / "out.txt").write_text("A serves Thai food .\nB is nice .\n", encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    assert main(["score", "-m", "coverage", "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
+                 "-o", str(out), "-q"]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["score"] for r in rows] == [1.0, 0.5]
+    assert rows[1]["details"]["verdicts"][1] == {"slot": "food", "value": "Thai", "status": "omitted",
+                                                 "engine": "matcher"}
+    capsys.readouterr()
+    assert main(["score", "-m", "coverage", "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
+                 "--system-level", "--json", "-q"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert table["systems"][0]["corpus"] == pytest.approx(1 / 4)  # pooled SER: 1 error over 4 facts
+
+
+# ------------------------------------------------------------------------------------------ against the gold
+@needs_data
+def test_mined_matcher_beats_rules_on_e2e_dev_gold():
+    from experiments.content_e2e import evaluate
+    from qe.data.e2e import e2e_slot_gold
+
+    rows = e2e_slot_gold("dev")[:1500]
+    rules = evaluate(rows, "rules", folds=2)
+    matcher = evaluate(rows, "matcher", folds=2, min_count=10)
+    assert matcher["omissions"]["f1"] > rules["omissions"]["f1"]
+    assert matcher["additions"]["f1"] > rules["additions"]["f1"] + 0.2
+    assert matcher["exact_mr"] > rules["exact_mr"] + 0.1
