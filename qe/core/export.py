@@ -190,11 +190,17 @@ def read_manifest(
     return manifest
 
 
-def check_weights(export_dir: str | Path) -> None:
+def check_weights(export_dir: str | Path, manifest: dict[str, Any] | None = None) -> None:
     """Raise :class:`ExportError` naming the first ``*.safetensors`` file of the export that is not a valid
     safetensors file: its header is parsed and checked against the file's length (no tensor is read, so this costs
     milliseconds for any model). Run by :func:`qe.load` before a kind's loader, so a damaged or truncated weights
-    file is one line naming it (``qe score``: exit 3), not the loader's traceback."""
+    file is one line naming it (``qe score``: exit 3), not the loader's traceback.
+
+    A file that does not parse is first compared with the checksums the manifest records (``manifest``, else read
+    from the export): when they disagree the file was changed after the export was written, and the error is
+    :func:`verify_checksum`'s ("changed: FILE"), saying tampering before damage; the header problem follows it.
+    Only when every checksum agrees (an export written that way) is it "not a valid safetensors file" alone. The
+    checksums are computed on this failure path only, so a sound export costs no more than the header reads."""
     files = sorted(p for p in Path(export_dir).rglob("*.safetensors") if p.is_file())
     if not files:
         return
@@ -207,6 +213,13 @@ def check_weights(export_dir: str | Path) -> None:
             with safe_open(str(p), framework="numpy") as f:
                 f.keys()
         except Exception as exc:  # noqa: BLE001 - SafetensorError, OSError: the file does not load
+            why = f"{p.name}: not a valid safetensors file ({' '.join(str(exc).split())})"
+            if manifest is None:
+                manifest = read_manifest(export_dir)
+            try:
+                verify_checksum(export_dir, manifest)
+            except ExportError as changed:
+                raise ExportError(f"{changed}; {why}") from None
             raise ExportError(f"{p}: not a valid safetensors file ({' '.join(str(exc).split())}); the export is "
                               f"damaged: re-export or reinstall it") from None
 
