@@ -183,7 +183,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     pattern of slot ``s`` when it says that ``s`` is talked about: its normalised lift
     ``(P(s | g) - P(s)) / (1 - P(s))`` is at least ``min_precision`` (slots that every MR holds, such as E2E's
     ``name``, get no patterns). Its *compatible values* are those it makes more likely than they are
-    among all texts holding ``s`` (by a tenth at least), with a share of at least ``min_share`` of its occurrences;
+    among all texts holding ``s`` (1.5 times as likely, or halfway to certain for a common value), with a share of at least ``min_share`` of its occurrences;
     a value that most texts of a category slot hold needs the n-gram to share a word with it; a pattern is kept
     only when its compatible values cover ``min_precision`` of its occurrences (so a pattern that contradicts a
     value does so reliably). A pattern compatible with every value says the slot is talked about but not how: a
@@ -280,8 +280,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
             # an n-gram co-occurs with it says little
             compat = {v: k for v, k in share.items()
-                      if v in checkable and k / c >= min_share and k / c >= 1.1 * base[v]
-                      and (binary or base[v] < 0.5 or set(words) & set(v.split()))}
+                      if v in checkable and k / c >= min_share and k / c >= min(1.5 * base[v], (1 + base[v]) / 2)
+                      and (base[v] < 0.5 or set(words) & set(v.split()))}
             covered = sum(compat.values()) / c
             negated = bool(set(words) & NEGATIONS)
             if binary and not negated and not (compat and len(compat) == 1 and covered >= 1 - min_share):
@@ -298,7 +298,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 tot = sum(c.values()) if c else 0
                 if tot >= min_count:
                     compat = {u: k for u, k in c.items() if u in checkable and k / tot >= min_share
-                              and k / tot >= 1.1 * base[u]}
+                              and k / tot >= min(1.5 * base[u], (1 + base[u]) / 2)}
                     compat[v] = c.get(v, 0) or 1
                     cands.append((v, compat))
         cands.sort(key=lambda x: (len(x[0].split()), x[0]))

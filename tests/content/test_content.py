@@ -71,6 +71,7 @@ for i in range(12):
         (f"name[Place{i}], priceRange[high]", f"Place{i} is expensive ."),
         (f"name[Place{i}], familyFriendly[no]", f"Place{i} is adults only ."),
         (f"name[Place{i}]", f"Place{i} is a place ."),
+        (f"name[Place{i}], familyFriendly[yes]", f"Place{i} is good for kids ."),
     ]
 
 
@@ -90,7 +91,7 @@ def test_mined_lexicon_decides_wrong_values_and_hallucinations():
     al = m.align("name[Zed], priceRange[cheap], familyFriendly[yes]", "Zed is expensive and adults only .")
     assert _status(al, "priceRange") == ("wrong", "high")
     assert _status(al, "familyFriendly") == ("wrong", "no")
-    al = m.align("name[Zed], priceRange[less than £20]", "Zed is cheap and kid friendly .")
+    al = m.align("name[Zed], priceRange[less than £20]", "Zed is cheap . It is kid friendly .")
     assert _status(al, "priceRange")[0] == "realised"  # cheap realises less than £20, as the data annotate it
     assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("familyfriendly", "yes")]
 
