@@ -829,11 +829,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     res = compare_systems(scorer, {k: [r.output for r in v] for k, v in systems.items()}, refs=kw.get("refs"),
                           mrs=kw.get("mrs"), sources=kw.get("sources"), test=test, n_samples=args.n,
                           seed=args.seed, ar_confidence=args.ar_confidence, batch_size=args.batch_size,
-                          progress=not args.quiet)
+                          progress=not args.quiet, pooled=args.ser)
     pvals = [r.p_value for r in res[1:]]
     adjusted = _adjust(pvals, args.correction)
     n_samples = args.n if args.n > 0 else (1000 if test == "bs" else 10000)
-    sig = Signature.of(scorer.signature).with_fields(test="paired-bs" if test == "bs" else "paired-ar", n=n_samples, seed=args.seed)
+    sig = Signature.of(scorer.signature).with_fields(test="paired-bs" if test == "bs" else "paired-ar", n=n_samples, seed=args.seed,
+                                                     stat="ser" if args.ser else None)
+    higher = scorer.higher_is_better and not args.ser  # a slot error rate: lower is better
+    label = "SER" if args.ser else scorer.name
     rows = []
     for i, r in enumerate(res):
         d = r.to_dict()
@@ -845,9 +848,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         print(json.dumps(json_safe({"metric": scorer.name, "signature": sig, "test": test, "n_samples": n_samples,
                                     "seed": args.seed, "alpha": args.alpha, "correction": args.correction,
-                                    "higher_is_better": scorer.higher_is_better, "systems": rows}), indent=2))
+                                    "statistic": "ser" if args.ser else "mean",
+                                    "higher_is_better": higher, "systems": rows}), indent=2))
         return 0
-    head = ["system", f"{scorer.name} (mean ± 95% CI)", "p-value" + ("" if args.correction == "none" else
+    head = ["system", f"{label} (mean ± 95% CI)", "p-value" + ("" if args.correction == "none" else
                                                                     f" ({args.correction})")]
     body = []
     for d in rows:
@@ -858,7 +862,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     what = ("paired bootstrap resampling (Koehn 2004)" if test == "bs" else
             "paired approximate randomization (Riezler & Maxwell 2005)")
     print(f"{what}, {n_samples} {'resamples' if test == 'bs' else 'trials'}, {res[0].n} items; "
-          f"* = p < {args.alpha}; {'higher' if scorer.higher_is_better else 'lower'} is better.\n"
+          f"* = p < {args.alpha}; {'higher' if higher else 'lower'} is better.\n"
           "Significance says the difference is unlikely to be chance, not which system is better or by how much.")
     if len(pvals) > 1 and args.correction == "none":
         print(f"{len(pvals)} comparisons: p-values are not corrected for multiple comparisons (--correction holm).")
@@ -1028,6 +1032,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--correction", choices=["none", "holm", "bonferroni"], default="none",
                    help="adjust p-values for several systems (default none, as sacrebleu)")
     c.add_argument("--json", action="store_true", help="print JSON (score, ci, p_value per system)")
+    c.add_argument("--ser", action="store_true",
+                   help="with -m coverage and --mrs: test the pooled slot error rate (errors / facts over the items, "
+                        "lower is better) instead of the mean coverage")
     c.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE")
     c.add_argument("--device", default=None)
     c.add_argument("--batch-size", type=int, default=None)

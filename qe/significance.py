@@ -251,10 +251,13 @@ def compare_systems(scorer: Any, systems: dict[str, Sequence[str]], refs: Sequen
                     mrs: Sequence[str] | None = None, sources: Sequence[str] | None = None, test: str = "bs",
                     n_samples: int = 0, seed: int | None = DEFAULT_SEED, ar_confidence: int = 0,
                     batch_size: int | None = None, progress: bool = False,
-                    instance_scores: dict[str, Sequence[float]] | None = None) -> list[SystemResult]:
+                    instance_scores: dict[str, Sequence[float]] | None = None,
+                    pooled: bool = False) -> list[SystemResult]:
     """Compare every system with the first (the baseline) on the same items; see the module docstring.
 
-    ``instance_scores`` (system -> scores) skips scoring for scorers whose statistic is the instance mean."""
+    ``instance_scores`` (system -> scores) skips scoring for scorers whose statistic is the instance mean.
+    ``pooled``: compare the scorer's pooled set statistic (``scorer.system_statistic(outputs, mrs)``: the
+    ``coverage`` scorer's slot error rate) instead of the mean of instance scores."""
     names = list(systems)
     if len(names) < 2:
         raise ValueError("compare needs a baseline and at least one system")
@@ -266,6 +269,12 @@ def compare_systems(scorer: Any, systems: dict[str, Sequence[str]], refs: Sequen
                              "needs the same items in the same order")
     if test not in TESTS:
         raise ValueError(f"test={test!r}: choose 'bs' (paired bootstrap) or 'ar' (approximate randomization)")
+    if pooled:
+        if not hasattr(scorer, "system_statistic") or mrs is None:
+            raise ValueError(f"{getattr(scorer, 'name', 'scorer')}: no pooled statistic over MRs to compare (the "
+                             "coverage scorer's slot error rate needs --mrs)")
+        return paired_test({k: scorer.system_statistic(v, mrs) for k, v in outs.items()}, test, n_samples, seed,
+                           ar_confidence)
     if refs is not None and sacrebleu_metric(scorer) is not None:
         return _sacre_compare(scorer, outs, refs, test, n_samples, seed, ar_confidence)
     if refs is not None:

@@ -157,3 +157,17 @@ def test_mined_matcher_beats_rules_on_e2e_dev_gold():
     assert matcher["omissions"]["f1"] > rules["omissions"]["f1"]
     assert matcher["additions"]["f1"] > rules["additions"]["f1"] + 0.2
     assert matcher["exact_mr"] > rules["exact_mr"] + 0.1
+
+
+def test_qe_compare_tests_slot_error_rates(tmp_path, capsys):
+    from qe.cli import main
+
+    (tmp_path / "mrs.txt").write_text("name[A], food[Thai], area[riverside]\n" * 6, encoding="utf-8")
+    (tmp_path / "base.txt").write_text("A serves Thai food by the riverside .\n" * 6, encoding="utf-8")
+    (tmp_path / "sys.txt").write_text("A is nice .\n" * 6, encoding="utf-8")
+    assert main(["compare", "-m", "coverage", "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
+                 str(tmp_path / "sys.txt"), "--ser", "--json", "-q"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["statistic"] == "ser" and res["higher_is_better"] is False
+    assert [s["score"] for s in res["systems"]] == [0.0, pytest.approx(2 / 3)]
+    assert "stat:ser" in res["signature"]
