@@ -13,6 +13,7 @@ from qe.core.config import to_dict
 from qe.core.jsonio import dumps
 from qe.core.rundir import check_writable_dir
 from qe.evaluation.analysis import Settings, analyse, build_eval_data, check_system_names
+from qe.evaluation.content import content_errors, content_settings, make_matcher
 from qe.evaluation.evaldata import check_rating_range, rating_scale
 from qe.evaluation.scoring import (
     META_FILE, SCORES_FILE, EvaluationConfigError, collect_metrics, parse_scorer_specs,
@@ -72,7 +73,7 @@ def _command(cfg, entry: str) -> str:
 
 #: the files a run writes at the top of its folder (report tables: qe.evaluation.report.TABLES; figures/ below it)
 RUN_FILES = (SCORES_FILE, SCORES_FILE + ".tmp", META_FILE, META_FILE + ".tmp", "report.md", "config.yaml",
-             "summary.json")
+             "summary.json", "content_errors.csv")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -109,14 +110,18 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
                      dataset_name: str = "<records>", resume: bool = True, batch_size: int | None = None,
                      device: str | None = None, progress: bool = True, command: str | None = None,
                      title: str | None = None, metric_files: Mapping[str, Any] | None = None,
-                     source: str | None = None) -> dict[str, Any]:
+                     source: str | None = None, content: Mapping[str, Any] | bool | None = None,
+                     data_dir: str | None = None) -> dict[str, Any]:
     """Score ``records`` (a list of :class:`qe.data.Record`), meta-evaluate every metric and write
     ``scores.jsonl``, ``report.md``, CSVs and figures into ``out_dir``. Returns paths and the results.
 
     ``human_systems`` must be systems of ``records`` (an unknown name is an error naming it);
     ``optional_human_systems`` are human when present and may be absent (said in the report's notes).
     ``rating_range`` (else ``stats.rating_range``): every rating must lie in it, or the error names the first record
-    outside (``source``: where the records came from, for that message; default ``dataset_name``)."""
+    outside (``source``: where the records came from, for that message; default ``dataset_name``).
+    ``content`` (``{enabled: true, lexicon: none}``): the "Content errors" section and ``content_errors.csv`` when
+    records have MRs (:mod:`qe.evaluation.content`; ``lexicon``: none | e2e | a lexicon JSON file, read from
+    ``data_dir`` for e2e)."""
     from qe.evaluation.plots import plot_all
     from qe.evaluation.report import ReportWriter, write_outputs
 
@@ -137,6 +142,8 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     check_system_names({r.system if r.system is not None else "(none)" for r in records}, settings,
                        [x for x in human_systems or () if x not in optional])
     specs = parse_scorer_specs(scorers, list(models or []))
+    csettings = content_settings(content)
+    matcher = make_matcher(csettings["lexicon"], data_dir) if csettings["enabled"] else None  # before any scorer
     items = None
     if item_key:
         items = [getattr(r, item_key, None) if item_key in ("mr", "source", "id", "output") else r.extra.get(item_key)
@@ -155,13 +162,23 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     res = analyse(data, settings, progress=progress, notes=notes)
     figures = plot_all(data, out / "figures", dpi=dpi, seed=settings.seed) if plots else []
     tables = write_outputs(out, res)
+    content_res = None
+    if matcher is not None:
+        content_res = content_errors(records, matcher, lexicon=str(csettings["lexicon"]))
+    stale = out / "content_errors.csv"
+    if content_res is not None:
+        content_res.table.to_csv(stale, index=False)
+        tables.append(stale)
+    elif stale.is_file():  # a rerun into the folder without MRs (or with content disabled): no stale table
+        stale.unlink()
     desc = ""
     writer = ReportWriter(data, res, title=title or f"Meta-evaluation report: {dataset_name}", command=command,
-                          dataset_desc=desc, figures=figures, out_dir=out, elapsed_s=time.time() - t0)
+                          dataset_desc=desc, figures=figures, out_dir=out, elapsed_s=time.time() - t0,
+                          content=content_res)
     report = out / "report.md"
     report.write_text(writer.render(), encoding="utf-8")
     return {"output_dir": out, "report": report, "scores": out / "scores.jsonl", "tables": tables,
-            "figures": figures, "results": res, "data": data,
+            "figures": figures, "results": res, "data": data, "content": content_res,
             "signatures": {m: i.signature for m, i in info.items() if i.source == "scorer"}}
 
 
@@ -210,7 +227,9 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
         plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,
         dataset_name=str(label), resume=bool(cfg.get("resume", True)), batch_size=cfg.get("batch_size"),
         device=cfg.get("device"), progress=bool(cfg.get("progress", True)), command=command,
-        title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None, source=str(ds.name))
+        title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None, source=str(ds.name),
+        content=to_dict(cfg.get("content")) if cfg.get("content") is not None else None,
+        data_dir=str(data_dir) if data_dir else None)
     for m, sig in result["signatures"].items():
         print(f"{m}: {sig}")
     print(f"scores: {result['scores']}\nreport: {result['report']}")

@@ -14,6 +14,7 @@ from qe.evaluation.analysis import EvalData, Results
 from qe.evaluation.report.agreement import AgreementSections
 from qe.evaluation.report.compare import CompareSections
 from qe.evaluation.report.confounds import ConfoundSections
+from qe.evaluation.report.content import ContentSections
 from qe.evaluation.report.instance import InstanceSections
 from qe.evaluation.report.system import SystemSections
 from qe.evaluation.report.tables import (  # noqa: F401  (re-exported)
@@ -21,11 +22,13 @@ from qe.evaluation.report.tables import (  # noqa: F401  (re-exported)
 )
 
 
-class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSections, AgreementSections):
+class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSections, AgreementSections,
+                   ContentSections):
     def __init__(self, d: EvalData, res: Results, *, title: str, command: str | None = None,
                  dataset_desc: str = "", figures: Sequence[Path] = (), out_dir: Path | None = None,
-                 elapsed_s: float | None = None):
+                 elapsed_s: float | None = None, content=None):
         self.d, self.res, self.st = d, res, res.settings
+        self.content = content  # qe.evaluation.content.ContentErrors (records with MRs) or None
         self.title, self.command, self.dataset_desc = title, command, dataset_desc
         self.figures, self.out_dir, self.elapsed = list(figures), out_dir, elapsed_s
         self.parts: list[str] = []
@@ -245,6 +248,7 @@ class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSe
         self.instance_section()
         self.system_section()
         self.error_section()
+        self.content_section()
         self.compare_section()
         self.between_section()
         self.pairs_section()
