@@ -46,6 +46,7 @@ SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+_ISO_DATE = re.compile(r"^\d{3,4}-\d\d-\d\d$")
 
 
 @dataclass
@@ -354,7 +355,9 @@ class Matcher:
         for _, prop, so in facts:
             subj, obj = so.split(" | ", 1)
             s_txt, o_txt = entity_text(subj), entity_text(obj)
-            mr_numbers |= {t for t in norm_tokens(s_txt) + norm_tokens(o_txt) if _NUMBER.match(t)}
+            # an ISO date's numbers are those of its written forms (day and year, not the month's number)
+            mr_numbers |= {t for x in (s_txt, o_txt) if not _ISO_DATE.match(x) for t in norm_tokens(x)
+                           if _NUMBER.match(t)}
             for var in entity_variants(o_txt):
                 mr_numbers |= {t for t in var if _NUMBER.match(t)}
             o_hit = _entity_hit(tokens, o_txt)

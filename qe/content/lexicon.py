@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -58,10 +59,19 @@ def _stopwords() -> frozenset[str]:
                                                          "back", "side", "full", "empty", "well", "only", "all", "many"}
 
 
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def _number(t: str) -> str:
+    t = _NUMBER_OF.get(t, t)
+    return t.lstrip("0") or "0" if t.isdigit() else t
+
+
 def norm_tokens(text: str) -> list[str]:
     """Matching tokens: lower-cased words (:func:`qe.core.surface.tokenize`), hyphens and quotes dropped, number words
-    as digits (``five-star`` -> ``5 star``)."""
-    return [_NUMBER_OF.get(t, t) for t in tokenize(text) if t not in _DROP]
+    as digits (``five-star`` -> ``5 star``), thousands separators and leading zeros dropped (``2,900`` -> ``2900``,
+    ``06`` -> ``6``)."""
+    return [_number(t) for t in tokenize(_THOUSANDS.sub("", text)) if t not in _DROP]
 
 
 def norm_value(value: str | None) -> str:

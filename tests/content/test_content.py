@@ -171,3 +171,10 @@ def test_qe_compare_tests_slot_error_rates(tmp_path, capsys):
     assert res["statistic"] == "ser" and res["higher_is_better"] is False
     assert [s["score"] for s in res["systems"]] == [0.0, pytest.approx(2 / 3)]
     assert "stat:ser" in res["signature"]
+
+
+def test_numbers_with_thousands_separators_and_zero_padded_dates():
+    mr = '[["U", "staff", "2900"], ["Nord", "releaseDate", "2006-09-06"], ["R", "length", "17068.8 (millimetres)"]]'
+    al = Matcher().align(mr, "U has 2,900 staff. Nord was released on September 06, 2006. R is 17,068.8 mm long.")
+    assert [v.status for v in al.verdicts] == ["realised"] * 3
+    assert al.hallucinated == []
