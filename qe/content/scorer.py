@@ -18,7 +18,7 @@ system and, as its corpus-level score, the system's SER pooled over its outputs:
 
 ``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
 name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
-realises; a few seconds, kept for the process) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
+realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
 signature names the lexicon by checksum.
 """
 from __future__ import annotations
@@ -32,7 +32,8 @@ from qe.content.lexicon import Lexicon, mine
 from qe.core.scorer import Scorer
 
 #: lexicons mined from a dataset on demand: name -> (what it reads, how)
-DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fixed.no-ol.csv: column mr, ref)"}
+DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fixed.no-ol.csv: column mr, ref)",
+                    "sf": "the SF Hotel and SF Restaurant training references (sfx/*/train.json; dialogue acts)"}
 
 
 @lru_cache(maxsize=4)
@@ -43,6 +44,11 @@ def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
 
         rows = e2e_slot_gold("dev", data_dir)
         return mine([(r["mr"], r["ref"]) for r in rows], source="e2e-dev-cleaned", min_count=10)
+    if name == "sf":
+        from qe.data.references import SF_DOMAINS, sf_references
+
+        refs = [r for d in SF_DOMAINS for r in sf_references(d, "train", data_dir)]
+        return mine([(r.mr, r.ref) for r in refs], source="sf-train", min_count=10)
     raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
 
 
