@@ -22,7 +22,8 @@ Verdicts (one per fact of the MR):
 
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
 value of a slot it has, or (triples) a number the MR does not hold. ``repeated`` lists categorical values stated more
-often than the MR holds them (entity names are not counted: texts name an entity again on purpose).
+often than the MR holds them, in the same words (entity names are not counted: texts name an entity again on
+purpose; a paraphrase of a stated value is not a repetition).
 
 RDF triples: each triple is one fact, ``realised`` when its object entity (the new information) is found
 (verbatim, near-verbatim, or as one of its usual surface forms: :func:`qe.core.surface.entity_variants`) and its
@@ -316,21 +317,23 @@ class Matcher:
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
         al.verdicts.sort(key=lambda vd: pos.get((vd.slot, vd.value), 0))
         # what else the output says: one hallucination per (slot, value) it states that the MR neither holds nor
-        # had as the answer of a wrong verdict; a value stated more often than the MR holds it is repeated
+        # had as the answer of a wrong verdict; a value stated in the same words more often than the MR holds it is
+        # repeated (a paraphrase of it, "cheap ... low prices", is not counted)
         answered = {(norm_slot(v.slot), norm_value(v.said)) for v in al.verdicts if v.status == "wrong" and v.said}
-        stated: Counter = Counter()
+        stated: dict[tuple[str, str], Counter] = {}
         extra: dict[tuple[str, str], _Match] = {}
         for key, lst in said.items():
             for m, vals in lst:
                 val = max(vals, key=vals.get)
                 if id(m) in consumed or val in mr_slots.get(key, []):
-                    stated[(key, val)] += 1
+                    stated.setdefault((key, val), Counter())[m.text] += 1
                 elif (key, val) not in answered and (key, val) not in extra:
                     extra[(key, val)] = m
         for (key, val), m in extra.items():
             al.hallucinated.append({"slot": written.get(key, self._slot_name(key)), "value": self._written(key, val),
                                     "text": m.text})
-        for (key, val), n in stated.items():
+        for (key, val), texts in stated.items():
+            n = max(texts.values())
             sl = self.lexicon.slots.get(key)
             kind = sl.kind if sl is not None else "category"
             expected = mr_slots.get(key, []).count(val)

@@ -178,3 +178,11 @@ def test_numbers_with_thousands_separators_and_zero_padded_dates():
     al = Matcher().align(mr, "U has 2,900 staff. Nord was released on September 06, 2006. R is 17,068.8 mm long.")
     assert [v.status for v in al.verdicts] == ["realised"] * 3
     assert al.hallucinated == []
+
+
+def test_repeated_is_the_same_words_again_not_a_paraphrase():
+    m = Matcher(mine(PAIRS, min_count=5))
+    mr = "name[Zed], priceRange[cheap]"
+    assert m.align(mr, "Zed is cheap . Zed is cheap .").repeated == [{"slot": "priceRange", "value": "cheap",
+                                                                      "extra": 1}]
+    assert m.align(mr, "Zed is cheap . It costs less than £20 .").repeated == []
