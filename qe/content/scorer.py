@@ -78,6 +78,7 @@ class CoverageScorer(Scorer):
         self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
         self.matcher = Matcher(resolve_lexicon(lexicon, data_dir))
         self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
+        self._last: tuple | None = None
 
     def signature_fields(self) -> dict[str, Any]:
         lex = self.matcher.lexicon
@@ -87,10 +88,16 @@ class CoverageScorer(Scorer):
 
     # ------------------------------------------------------------------------------------------ per output
     def align(self, outputs, mrs, ids=None) -> list[Alignment]:
+        """One :class:`Alignment` per output. The last call's result is kept, so ``qe score`` asking for the scores
+        and then the details of the same chunk aligns it once."""
+        key = (tuple(outputs), tuple(mrs))
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         out = []
         for i, (o, mr) in enumerate(zip(outputs, mrs)):
             where = f"mrs[{i}]" if ids is None else f"record {ids[i]!r}: field 'mr'"
             out.append(self.matcher.align(mr, o, where=where))
+        self._last = (key, out)
         return out
 
     def figures(self, al: Alignment) -> dict[str, float]:

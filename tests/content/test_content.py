@@ -186,3 +186,16 @@ def test_repeated_is_the_same_words_again_not_a_paraphrase():
     assert m.align(mr, "Zed is cheap . Zed is cheap .").repeated == [{"slot": "priceRange", "value": "cheap",
                                                                       "extra": 1}]
     assert m.align(mr, "Zed is cheap . It costs less than £20 .").repeated == []
+
+
+def test_scores_then_details_of_the_same_outputs_align_once(monkeypatch):
+    s = CoverageScorer()
+    calls = []
+    real = s.matcher.align
+    monkeypatch.setattr(s.matcher, "align", lambda *a, **k: calls.append(a) or real(*a, **k))
+    outs, mrs = ["A serves Thai food ."], ["name[A], food[Thai]"]
+    s.score(outs, mrs=mrs)
+    assert s.details(outs, mrs=mrs)[0]["counts"]["realised"] == 2
+    assert len(calls) == 1
+    s.score(["B ."], mrs=["name[B]"])
+    assert len(calls) == 2
