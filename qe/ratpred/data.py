@@ -309,14 +309,25 @@ def reference_pool(data_dir=None) -> list[RefInstance]:
 
 
 # ------------------------------------------------------------------------------------------ tensors
-def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50, sent=None):
+def encode_instances(insts: list[Instance], vocab: Vocab, delex: bool = True, max_len: int = 50, sent=None,
+                     content=None):
     """-> (mr_ids, out_ids, ratings) lists; outputs longer than max_len tokens keep their first max_len
     (the authors' ``max_sent_len``; rated outputs are at most ~40 tokens, so this only bounds distorted refs).
     With ``sent`` (a :class:`qe.ratpred.sentvec.SentenceVectors`) two more lists follow: the sentence vectors of
     the (delexicalised, linearised) MR text and of the whole (delexicalised) output text; with a
     :class:`qe.ratpred.sentvec.SentenceTokens` (fine-tuned encoder), their sub-word id lists instead. With a
     :class:`qe.ratpred.cross.PairTokens` (cross-encoder) one more list follows, each pair's (ids, token types), and
-    the vocabulary ids are a placeholder ``[1]`` each (the cross-encoder reads only the pair: no GRU ids are kept)."""
+    the vocabulary ids are a placeholder ``[1]`` each (the cross-encoder reads only the pair: no GRU ids are kept).
+    With ``content`` (a :class:`qe.ratpred.content_features.ContentFeatures`) a last list follows: the content vector
+    of each instance's *lexical* MR and output (``Instance`` keeps both as written; synthetic outputs are stored
+    relexicalised)."""
+    cols = _encode_columns(insts, vocab, delex, max_len, sent)
+    if content is None:
+        return cols
+    return (*cols, content([i.mr for i in insts], [i.output for i in insts], [f"{i.src} field 'mr'" for i in insts]))
+
+
+def _encode_columns(insts: list[Instance], vocab: Vocab, delex: bool, max_len: int, sent):
     pairs = getattr(sent, "pairs", False)
     mrs, outs, ys, mr_txt, out_txt = [], [], [], [], []
     for i in insts:
@@ -375,16 +386,17 @@ class RatingDataset(torch.utils.data.Dataset):
 
 
 def make_loader(insts: list[Instance], vocab: Vocab, delex: bool, batch_size: int, shuffle: bool,
-                seed: int = 0, sent=None) -> torch.utils.data.DataLoader:
+                seed: int = 0, sent=None, content=None) -> torch.utils.data.DataLoader:
     """Batches of encoded instances (:func:`qe.ratpred.model.collate`); a shuffled loader draws its order from
     its own generator seeded with ``seed``, so the order does not depend on what else consumed torch's RNG.
-    ``sent``: sentence vectors for the sentence-encoder variants (:func:`encode_instances`).
+    ``sent``: sentence vectors for the sentence-encoder variants, ``content``: content features
+    (:func:`encode_instances`).
 
     Cross-encoder pairs (``sent`` a :class:`qe.ratpred.cross.PairTokens`): a shuffled loader draws length-bucketed
     batches of ``batch_size`` (:class:`LengthBucketSampler`); an unshuffled one runs longest first under a token budget
     (:func:`qe.core.runtime.length_sorted_batches`, at most :data:`EVAL_TOKENS` padded pieces and ``batch_size`` pairs
     per batch) and carries ``loader.order``, the instance index of each row in batch order, to restore input order."""
-    ds = RatingDataset(*encode_instances(insts, vocab, delex, sent=sent))
+    ds = RatingDataset(*encode_instances(insts, vocab, delex, sent=sent, content=content))
     g = torch.Generator()
     g.manual_seed(seed)
     if getattr(sent, "pairs", False) and len(ds):

@@ -147,8 +147,11 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
                             for d in (delexicalise(i.mr, i.output, delex=delex, where=i.src) for i in train_all))
     module = build_module(model_cfg, vocab, [i.rating for i in orig], proto)
     bs = int(module.hparams.batch_size)
+    if cfg is not None and OmegaConf.select(cfg, "paths.data_dir", default=None):
+        module.content_data_dir = str(cfg.paths.data_dir)
     sent = module.sentence_vectors()
-    dev_loader = make_loader(dev, vocab, delex, 256, False, sent=sent)
+    content = module.content_vectors()
+    dev_loader = make_loader(dev, vocab, delex, 256, False, sent=sent, content=content)
     patience = proto.get("patience")
     min_passes = int(proto.get("min_passes") or 0)
     info: dict[str, Any] = {"vocab": len(vocab), "train_original": len(orig), "train_total": len(train_all)}
@@ -179,7 +182,8 @@ def train_one(orig: list[Instance], extra: list[Instance], dev: list[Instance], 
             else:
                 keep = KeepBest(patience=patience, min_passes=min_passes)
                 tr, _ = fit(cfg, module, run_dir=sdir, extra_callbacks=[keep],
-                            train_dataloaders=make_loader(data, vocab, delex, bs, True, seed, sent=sent),
+                            train_dataloaders=make_loader(data, vocab, delex, bs, True, seed, sent=sent,
+                                                              content=content),
                             val_dataloaders=dev_loader, ckpt_path="last" if resume else None,
                             max_epochs=passes, num_sanity_val_steps=0, enable_model_summary=False,
                             gradient_clip_val=proto.get("gradient_clip_val"))
@@ -207,7 +211,8 @@ def predict(module: RatPredModule, vocab: Vocab, insts: list[Instance], delex: b
     module.eval()
     dev = next(module.parameters()).device
     out = []
-    loader = make_loader(insts, vocab, delex, batch_size, False, sent=module.sentence_vectors())
+    loader = make_loader(insts, vocab, delex, batch_size, False, sent=module.sentence_vectors(),
+                         content=module.content_vectors())
     for b in loader:
         b = {k: v.to(dev) for k, v in b.items()}
         out.append(module(b).float().cpu())

@@ -8,6 +8,9 @@
                                 cross-encoder (``model.encoder=cross``): its Hugging Face ``config.json`` and
                                 tokenizer files; its weights are ``sent_model.*`` in model.safetensors, so the
                                 export rebuilds the encoder offline
+    <export>/content_lexicon.json  only for a model with content features (``model.content_features``) whose matcher
+                                used a lexicon: that lexicon (:mod:`qe.ratpred.content_features`; the manifest's
+                                ``config.content_features`` names the features and the lexicon's checksum)
 """
 from __future__ import annotations
 
@@ -30,11 +33,13 @@ SENTENCE_DIR = "sentence_model"
 
 def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str, Any], predict: dict[str, Any],
                 config: dict[str, Any] | None = None, data: dict | None = None, metrics: dict | None = None,
-                sentence_tokens: Any = None) -> Path:
+                sentence_tokens: Any = None, content: Any = None) -> Path:
     """Write a ``qe_gru`` export: ``net``'s weights, the vocabulary, ``model`` (the :class:`RatPredNet` kwargs),
     ``predict`` (round_to, clip_lo, clip_hi) and any further ``config`` (delex, setup, the training config).
     A network with a fine-tuned sentence encoder also needs ``sentence_tokens`` (its
-    :class:`qe.ratpred.sentvec.SentenceTokens`): the encoder's config and tokenizer go to ``sentence_model/``."""
+    :class:`qe.ratpred.sentvec.SentenceTokens`): the encoder's config and tokenizer go to ``sentence_model/``.
+    A network with content features needs ``content`` (its :class:`qe.ratpred.content_features.ContentFeatures`):
+    ``config.content_features`` records them and their lexicon is written beside the weights."""
     from safetensors.torch import save_model
 
     if len(vocab) != model["vocab_size"]:
@@ -43,7 +48,12 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
     if sent_model is not None and sentence_tokens is None:
         raise ValueError("save_export: a network with a fine-tuned sentence encoder needs sentence_tokens= (its "
                          "tokenizer is written into the export)")
+    if getattr(net, "content_dim", 0) and content is None:
+        raise ValueError("save_export: a network with content features needs content= (its ContentFeatures: the "
+                         "manifest and the lexicon the scorer needs)")
     net = net.float().cpu().eval()
+    if content is not None:
+        config = {**(config or {}), "content_features": content.manifest()}
     full = {"model": dict(model), "predict": dict(predict), "vocab_sha256": vocab.fingerprint(), **(config or {})}
     dest = Path(dest)
     with export_writer(dest, kind=EXPORT_KIND, config=full, data=data, metrics=metrics) as tmp:
@@ -52,7 +62,19 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
         if sent_model is not None:
             sent_model.config.save_pretrained(str(tmp / SENTENCE_DIR))
             sentence_tokens.save(tmp / SENTENCE_DIR)
+        if content is not None:
+            content.save(tmp)
     return dest.resolve()
+
+
+def export_content(export_dir: str | Path, manifest: dict):
+    """The :class:`qe.ratpred.content_features.ContentFeatures` of an export with content features (None without)."""
+    entry = manifest["config"].get("content_features")
+    if not entry:
+        return None
+    from qe.ratpred.content_features import ContentFeatures
+
+    return ContentFeatures.from_export(export_dir, entry)
 
 
 def export_tokens(export_dir: str | Path, net: RatPredNet):

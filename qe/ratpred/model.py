@@ -23,6 +23,15 @@ cannot do (a wrong value or a dropped triple changes a few tokens of a long text
 ``tanh_layers`` square tanh layers of the encoder's width and the linear head. The encoder is always fine-tuned
 (``finetune_sentence`` is implied; its parameters are ``sent_model.*``); there are no GRUs and no embedding tables.
 
+Content features (``content_dim`` > 0; not in the paper, :mod:`qe.ratpred.content_features`): a small vector per
+(MR, output) - what the content matcher finds realised, omitted, wrong, hallucinated - is concatenated to the input of
+the first tanh layer (after the encoders' states, without dropout); ``content_dim=0`` (the default) leaves the network,
+its parameters and its initialisation as they were. ``content_head`` > 0 (the auxiliary variant): a linear layer on
+the encoders' states (the first tanh layer's input, before any content features) predicts that many of those
+features; ``forward`` keeps its output in ``aux`` for the training loss, the rating path is unchanged, and scoring
+needs no matcher. Its parameters (``content_out.*``) are created after every other layer, so they draw nothing
+from the initialisation of the rest.
+
 Pure torch / numpy: the scorer imports this module, training (:mod:`qe.ratpred.module`) builds on it.
 """
 from __future__ import annotations
@@ -51,7 +60,7 @@ class RatPredNet(nn.Module):
                  tanh_layers: int = D["tanh_layers"], dropout: float = D["dropout"], pad_id: int = 0,
                  encoder: str = D["encoder"], sent_dim: int = 0, finetune_sentence: bool = D["finetune_sentence"],
                  sent_lead: int = 1, sent_tail: int = 1, cross_pool: str = D["cross_pool"],
-                 pair_max_len: int | None = D["pair_max_len"]):
+                 pair_max_len: int | None = D["pair_max_len"], content_dim: int = 0, content_head: int = 0):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
@@ -62,6 +71,8 @@ class RatPredNet(nn.Module):
         if finetune_sentence and encoder == "gru":
             raise ValueError("finetune_sentence=True needs encoder='sentence', 'both' or 'cross' (the GRU model has no "
                              "sentence encoder)")
+        if content_dim and tanh_layers < 1:
+            raise ValueError("content features need tanh_layers >= 1 (they enter the first tanh layer)")
         if cross_pool not in CROSS_POOLS:
             raise ValueError(f"cross_pool={cross_pool!r}: choose one of {', '.join(CROSS_POOLS)}")
         self.encoder = encoder
@@ -83,8 +94,16 @@ class RatPredNet(nn.Module):
             self.gru_out = nn.GRU(embedding_dim, hidden_size, batch_first=True)
         d = sent_dim if self.cross else 2 * hidden_size  # the cross-encoder's tanh layers keep its width
         d_in = sent_dim if self.cross else (d if self.use_gru else 0) + (4 * sent_dim if self.use_sent else 0)
+        #: width of the content-feature vector appended to the first tanh layer's input (0: none)
+        self.content_dim = int(content_dim)
+        d_in += self.content_dim
         self.tanh = nn.ModuleList(nn.Linear(d_in if k == 0 else d, d) for k in range(tanh_layers))
         self.head = nn.Linear(d, 1)
+        #: auxiliary head: how many content features it predicts from the encoders' states (0: none)
+        self.content_head = int(content_head)
+        self.aux: torch.Tensor | None = None
+        if self.content_head:
+            self.content_out = nn.Linear(d_in - self.content_dim, self.content_head)
 
     def set_sentence_model(self, model: nn.Module) -> None:
         """Attach the (Hugging Face) sentence encoder that ``finetune_sentence`` trains: its parameters become
@@ -131,11 +150,17 @@ class RatPredNet(nn.Module):
         return h[-1]
 
     def forward(self, mr, mr_len, out, out_len, mr_vec=None, out_vec=None, mr_sub=None, mr_sub_len=None,
-                out_sub=None, out_sub_len=None, pair=None, pair_type=None, pair_len=None):
+                out_sub=None, out_sub_len=None, pair=None, pair_type=None, pair_len=None, content=None):
+        if self.content_dim and content is None:
+            raise ValueError("this network reads content features: the batch needs them (content)")
         if self.cross:
             if pair is None:
                 raise ValueError("encoder='cross': the batch needs pair ids (pair, pair_type, pair_len)")
             z = self.drop(self.encode_pairs(pair, pair_type, pair_len))
+            if self.content_head:
+                self.aux = self.content_out(z)
+            if self.content_dim:
+                z = torch.cat([z, content.to(z.dtype)], dim=-1)
             for lin in self.tanh:
                 z = torch.tanh(lin(z))
             return self.head(z).squeeze(-1)
@@ -152,6 +177,10 @@ class RatPredNet(nn.Module):
                 raise ValueError(f"encoder={self.encoder!r}: the batch needs sentence vectors (mr_vec, out_vec)")
             u, v = mr_vec.to(self.head.weight.dtype), out_vec.to(self.head.weight.dtype)
             parts.append(self.drop(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)))
+        if self.content_head:
+            self.aux = self.content_out(torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0])
+        if self.content_dim:
+            parts.append(content.to(parts[0].dtype))
         z = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         for lin in self.tanh:
             z = torch.tanh(lin(z))
@@ -200,8 +229,13 @@ def collate(items):
     sentence-encoder variants carry two more entries, the MR's and the output's sentence vectors
     (``mr_vec`` / ``out_vec``) or, for a fine-tuned encoder, their sub-word id lists (``mr_sub`` / ``out_sub``,
     padded, with their lengths); items of the cross-encoder carry one more entry, the pair's (ids, token types)
-    arrays (``pair`` / ``pair_type`` / ``pair_len``)."""
+    arrays (``pair`` / ``pair_type`` / ``pair_len``). Items of a network with content features end with one more
+    entry, the pair's content vector as a float32 ``torch.Tensor`` (no other entry is a tensor), stacked into
+    ``content``."""
     cols = list(zip(*items))
+    content = None
+    if len(cols) > 3 and isinstance(cols[-1][0], torch.Tensor):
+        content = torch.stack(list(cols.pop()))
     m, ml = pad_batch(list(cols[0]))
     o, ol = pad_batch(list(cols[1]))
     batch = {"mr": m, "mr_len": ml, "out": o, "out_len": ol, "y": torch.tensor(cols[2], dtype=torch.float32)}
@@ -214,6 +248,8 @@ def collate(items):
     elif len(cols) == 5:
         batch["mr_vec"] = torch.as_tensor(np.stack(cols[3]), dtype=torch.float32)
         batch["out_vec"] = torch.as_tensor(np.stack(cols[4]), dtype=torch.float32)
+    if content is not None:
+        batch["content"] = content
     return batch
 
 
@@ -221,4 +257,4 @@ def net_inputs(batch: dict) -> tuple:
     """The positional arguments of :meth:`RatPredNet.forward` from a collated batch."""
     return (batch["mr"], batch["mr_len"], batch["out"], batch["out_len"], batch.get("mr_vec"), batch.get("out_vec"),
             batch.get("mr_sub"), batch.get("mr_sub_len"), batch.get("out_sub"), batch.get("out_sub_len"),
-            batch.get("pair"), batch.get("pair_type"), batch.get("pair_len"))
+            batch.get("pair"), batch.get("pair_type"), batch.get("pair_len"), batch.get("content"))

@@ -52,6 +52,15 @@ class RatPredModule(QEModule):
     built on delexicalised outputs, ``protocol.delex``); ``pair_max_len``: the pair's window in sub-words (None: the
     encoder's own). ``warmup_steps``: the learning rates rise linearly from 0 over that many optimizer steps at the
     start of each stage (0: constant rates, as the paper's Adam).
+
+    ``content_features``: the content matcher's verdicts on the lexical MR and output (:mod:`qe.ratpred.content_features`)
+    enter the first tanh layer beside the encoders' states; ``content_lexicon`` names the matcher's lexicon (``sf``,
+    ``e2e``, ``none``, a JSON file), resolved in the data directory ``content_data_dir`` (set by the runner) and
+    written into the export, whose manifest (``content_features``) tells the scorer to compute the same vectors.
+    ``content_head``: instead (or as well), an auxiliary linear head on the encoders' states predicts the matcher's
+    verdict fractions and hallucinated / repeated counts (:data:`qe.ratpred.content_features.HEAD_TARGETS`), its mean
+    squared error added to the rating loss with weight ``content_loss_weight``; the matcher is needed in training
+    only, the export scores without it.
     """
 
     export_kind = fmt.EXPORT_KIND
@@ -66,11 +75,20 @@ class RatPredModule(QEModule):
                  sentence_model: str = D["sentence_model"], sent_dim: int = 0,
                  finetune_sentence: bool = D["finetune_sentence"], sentence_lr: float = D["sentence_lr"],
                  cross_pool: str = D["cross_pool"], cross_delex: bool = D["cross_delex"],
-                 pair_max_len: int | None = D["pair_max_len"], warmup_steps: int = D["warmup_steps"]):
+                 pair_max_len: int | None = D["pair_max_len"], warmup_steps: int = D["warmup_steps"],
+                 content_features: bool = D["content_features"], content_lexicon: str | None = D["content_lexicon"],
+                 content_head: bool = D["content_head"], content_loss_weight: float = D["content_loss_weight"]):
         super().__init__()
         self.save_hyperparameters()
         lead = tail = 1
         cross = encoder == "cross"
+        content_dim = n_head = 0
+        if content_features:
+            from qe.ratpred.content_features import CONTENT_DIM as content_dim
+        if content_head:
+            from qe.ratpred.content_features import HEAD_TARGETS
+
+            n_head = len(HEAD_TARGETS)
         finetune_sentence = bool(finetune_sentence) or cross  # a cross-encoder is always trained
         if finetune_sentence and encoder not in ("gru", "cross"):
             from qe.ratpred.sentvec import SentenceTokens
@@ -79,7 +97,8 @@ class RatPredModule(QEModule):
             lead, tail = tok.lead, tok.tail
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout, encoder=encoder,
                               sent_dim=sent_dim, finetune_sentence=finetune_sentence, sent_lead=lead, sent_tail=tail,
-                              cross_pool=cross_pool, pair_max_len=pair_max_len)
+                              cross_pool=cross_pool, pair_max_len=pair_max_len,
+                              content_dim=content_dim, content_head=n_head)
         if finetune_sentence:
             from qe.ratpred.sentvec import load_sentence_model
 
@@ -93,6 +112,8 @@ class RatPredModule(QEModule):
                 self.net.head.bias.fill_(float(init_bias))
         #: directory of the sentence-vector disk cache (protocol.sentence_cache; set by the task, not a hyperparameter)
         self.sentence_cache: str | None = None
+        #: data directory the content lexicon is mined from (None: the default one; set by the runner)
+        self.content_data_dir: str | None = None
         self._val_pred: list[torch.Tensor] = []
         self._val_gold: list[torch.Tensor] = []
 
@@ -106,7 +127,20 @@ class RatPredModule(QEModule):
             cfg.update(finetune_sentence=True, sent_lead=self.net.sent_lead, sent_tail=self.net.sent_tail)
         if self.net.cross:
             cfg.update(cross_pool=self.net.cross_pool, pair_max_len=self.net.pair_max_len)
+        if self.net.content_dim:
+            cfg.update(content_dim=self.net.content_dim)
+        if self.net.content_head:
+            cfg.update(content_head=self.net.content_head)
         return cfg
+
+    def content_vectors(self):
+        """The :class:`qe.ratpred.content_features.ContentFeatures` of a model with ``content_features`` or
+        ``content_head`` (None otherwise): shared per lexicon and process."""
+        if not (self.net.content_dim or self.net.content_head):
+            return None
+        from qe.ratpred.content_features import ContentFeatures
+
+        return ContentFeatures.shared(self.hparams.get("content_lexicon"), self.content_data_dir)
 
     def sentence_vectors(self):
         """The frozen sentence encoder of the ``sentence`` / ``both`` variants (None for the GRU model); with
@@ -136,6 +170,10 @@ class RatPredModule(QEModule):
     def training_step(self, batch, batch_idx):
         loss = nn.functional.mse_loss(self(batch).float(), batch["y"])
         self.log("train/mse", loss, prog_bar=True, batch_size=len(batch["y"]))
+        if self.net.content_head:
+            aux = nn.functional.mse_loss(self.net.aux.float(), batch["content"][:, :self.net.content_head])
+            self.log("train/content_mse", aux, batch_size=len(batch["y"]))
+            loss = loss + float(self.hparams.content_loss_weight) * aux
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -185,11 +223,12 @@ class RatPredModule(QEModule):
         extra = dict(config or {})
         if self.hparams.get("encoder", "gru") != "gru":
             extra["sentence_model"] = str(self.hparams.sentence_model)
+        content = self.content_vectors() if self.net.content_dim else None  # the head needs nothing to score
         if cfg is not None:
             extra.setdefault("train", plain_config(cfg))
         tokens = self.sentence_vectors() if self.net.sent_model is not None else None
         return fmt.save_export(dest, self.net, vocab, self.model_config(), self.predict_config(), extra, data, metrics,
-                               sentence_tokens=tokens)
+                               sentence_tokens=tokens, content=content)
 
 
 class KeepBest(pl.Callback):

@@ -20,6 +20,9 @@ in ``sentence_model/``): the scorer tokenises the texts and the network encodes 
 Cross-encoder exports (``model.encoder=cross``) carry their encoder the same way; the scorer builds each
 ``[CLS] MR [SEP] output [SEP]`` pair as in training (lexical unless the manifest's ``delex`` says otherwise; the
 truncation rule of :mod:`qe.ratpred.cross`, logged when it applies) and batches by the pairs' sub-word lengths.
+Exports of a model with content features (``model.content_features``; manifest ``config.content_features``) carry
+their matcher's lexicon; the scorer computes each pair's content vector from the lexical MR and output with the
+function training used (:func:`qe.ratpred.content_features.content_vector`), so no data directory is needed.
 ``precision="bf16"`` runs the network under bfloat16 autocast on whatever device it is on (CPU or GPU; default
 ``"32"``: float32, the precision the export's figures and fingerprint were measured in).
 
@@ -34,7 +37,7 @@ import torch
 
 from qe.core.runtime import default_budget, pick_device, run_length_batched
 from qe.core.scorer import Scorer
-from qe.ratpred.format import load_export
+from qe.ratpred.format import export_content, load_export
 from qe.core.predictions import round_clip
 from qe.ratpred.model import collate, net_inputs
 from qe.ratpred.mr import delexicalise
@@ -96,6 +99,11 @@ class RatPredScorer(Scorer):
             if self.sent.dim != want:
                 raise ValueError(f"{self.export_dir}: sentence model {name!r} gives {self.sent.dim}-d vectors, "
                                  f"the network was trained on {want}-d ones")
+        #: the content features of a model trained with them (None otherwise)
+        self.content = export_content(self.export_dir, self.manifest) if net.content_dim else None
+        if net.content_dim and self.content is None:
+            raise ValueError(f"{self.export_dir}: the network reads content features but the manifest has no "
+                             "content_features entry")
         self.max_tokens = int(max_tokens or default_budget(self.device, **BUDGET))
         self._checksum = self.manifest.get("checksum", "")[:12]
 
@@ -109,6 +117,7 @@ class RatPredScorer(Scorer):
                 "enc": None if self.sent is None else f"{self.net.encoder}/{self.sent.model_name}",
                 "setup": self.manifest["config"].get("setup", "?"), **rnd,
                 "mr": None if self.mr_format == "auto" else self.mr_format,
+                "content": None if self.content is None else self.content.manifest()["lexicon_sha"] or "rules",
                 "prec": None if self.precision == "32" else self.precision}
 
     @torch.no_grad()
@@ -123,6 +132,10 @@ class RatPredScorer(Scorer):
             texts.append((" ".join(d.mr_tokens), " ".join(d.out_tokens)))
 
         pairs = self.sent([t[0] for t in texts], [t[1] for t in texts]) if self.net.cross else None
+        content = None
+        if self.content is not None:  # lexical MR and output, exactly as in training
+            where = [f"mrs[{i}] (record {ids[i]!r})" if ids is not None else f"mrs[{i}]" for i in range(len(mrs))]
+            content = self.content(list(mrs), list(outputs), where)
         bf16 = self.precision == "bf16"
 
         def run(idx: list[int]) -> list[float]:
@@ -133,6 +146,8 @@ class RatPredScorer(Scorer):
             if self.sent is not None and pairs is None:
                 mv, ov = self.sent([texts[i][0] for i in idx]), self.sent([texts[i][1] for i in idx])
                 items = [(*it, a, b) for it, a, b in zip(items, mv, ov)]
+            if content is not None:
+                items = [(*it, content[i]) for it, i in zip(items, idx)]
             b = {k: v.to(self.device) for k, v in collate(items).items()}
             with torch.autocast(device_type=self.device.type, dtype=torch.bfloat16, enabled=bf16):
                 return self.net(*net_inputs(b)).float().cpu().tolist()

@@ -184,7 +184,8 @@ def export_run(sub: Path, dest: Path) -> Path | None:
     c = man["config"]
     path = fmt.save_export(dest, net, vocab, c["model"], c["predict"],
                            {k: v for k, v in c.items() if k not in ("model", "predict", "vocab_sha256")},
-                           data=man.get("data"), metrics=man.get("metrics"), sentence_tokens=fmt.export_tokens(src, net))
+                           data=man.get("data"), metrics=man.get("metrics"), sentence_tokens=fmt.export_tokens(src, net),
+                           content=fmt.export_content(src, man))
     print(f"export written to: {path}")
     return path
 
