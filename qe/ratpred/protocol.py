@@ -62,7 +62,8 @@ def fold_labels(cfg: DictConfig, records) -> dict[int, str]:
 def target_records(cfg: DictConfig) -> list:
     """``protocol.target_data``: records of the target domain whose MRs and references (never outputs or ratings)
     feed the ``target_refs`` synthetic source, e.g. ``{name: e2e, version: cleaned, split: dev}`` or ``{name: webnlg,
-    split: train}``; ``protocol.target_refs_per_mr``: the first k references of each target MR only."""
+    split: train}``; ``protocol.target_refs_per_mr``: the first k references of each target MR only;
+    ``protocol.target_max_records``: the first N target records only (tiny runs and quick looks; null: all)."""
     spec = cfg.protocol.get("target_data")
     if not spec:
         return []
@@ -71,6 +72,9 @@ def target_records(cfg: DictConfig) -> list:
     recs = load_dataset(name, data_dir=cfg.paths.data_dir, **spec)
     if not any(r.refs for r in recs):
         raise ValueError(f"protocol.target_data={name}: its records carry no references (field 'refs')")
+    cap = cfg.protocol.get("target_max_records")
+    if cap is not None:
+        recs = recs[: int(cap)]
     return limit_refs_per_mr(recs, cfg.protocol.get("target_refs_per_mr"))
 
 
