@@ -2,7 +2,9 @@
 
 :data:`SCORERS` maps every registered name (aliases included) to an :class:`Entry`: where the factory lives, the
 options it is called with (a preset fixes some), and one line saying what it is. :data:`EXPORT_KINDS` maps the
-``kind`` of an export's manifest to the loader ``loader(export_dir, manifest, **options) -> Scorer``.
+``kind`` of an export's manifest to the loader ``loader(export_dir, manifest, **options) -> Scorer`` (it lives in
+:mod:`qe.kinds`, one layer down, with :func:`load_export`, so that the zoo, which loads export directories to check
+them, never imports this module; re-exported here).
 Nothing is imported until a name is loaded, so ``qe list`` and ``import qe`` cost no torch, Lightning or Hydra,
 and a family whose optional dependency is missing breaks only its own names.
 
@@ -11,12 +13,14 @@ Users add their own with :func:`register_scorer` / :func:`register_export_kind` 
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from qe.core.tokenization import TOKENIZER_FILE
+# export kinds, their files and loaders live one layer down (qe.kinds: the zoo loads exports from there without
+# importing this module); re-exported here, where users have always found them
+from qe.kinds import (EXPORT_FILES, EXPORT_KINDS, check_export_files, export_kinds, load_export, register_export_kind,
+                      register_into, required_files, resolve_target)
 
 
 @dataclass(frozen=True)
@@ -34,17 +38,6 @@ class Entry:
 
     def build(self, **options: Any) -> Any:
         return self.resolve()(**{**self.options, **options})
-
-
-def resolve_target(target: str | Callable[..., Any]) -> Callable[..., Any]:
-    """``"pkg.module:attr.sub"`` -> the object; a callable is returned as it is."""
-    if not isinstance(target, str):
-        return target
-    mod, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(mod)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _E(target: str, doc: str, **options: Any) -> Entry:
@@ -131,62 +124,6 @@ _add("lexical-chain", _E(f"{_DISC}:LexicalChainScorer", "lexical chain overlap (
 # ---- GRUEN (Zhu & Bhat 2020) ------------------------------------------------------------------------------------
 _add("gruen", _E("qe.gruen.scorer:GruenScorer", "GRUEN: grammaticality, non-redundancy, focus, structure (components)"))
 
-#: export kind -> loader(export_dir, manifest, **options)
-EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
-    "slor": "qe.lm.scorer:from_export",
-    "qe_gru": "qe.ratpred.scorer:from_export",
-    "acceptability": "qe.gruen.scorer:acceptability_from_export",
-    "mlm": "qe.gruen.scorer:mlm_from_export",
-    "sop": "qe.gruen.scorer:sop_from_export",
-    "gruen": "qe.gruen.scorer:gruen_from_export",
-    "svr": "qe.refmetrics.svr:from_export",
-    "ensemble": "qe.ensemble.scorer:from_export",
-}
-
-
-#: export kind -> ``{role: relative path}`` of the files its export always has. The one declaration of those names:
-#: each kind's ``format`` module writes by them (``qe.lm.format.MODEL_FILE = EXPORT_FILES["slor"]["model"]``), and
-#: loading checks them before the loader runs, so a manifest whose ``kind`` disagrees with the files fails with a
-#: message naming the missing file and the kind the files look like.
-_HF = {"hf": "hf", "hf_config": "hf/config.json"}
-EXPORT_FILES: dict[str, dict[str, str]] = {
-    "slor": {"model": "model.safetensors", "unigram": "unigram.safetensors", "tokenizer": TOKENIZER_FILE},
-    "qe_gru": {"model": "model.safetensors", "vocab": "vocab.json"},
-    "acceptability": dict(_HF),
-    "mlm": dict(_HF),
-    "sop": dict(_HF),
-    "gruen": {"readme": "README.txt"},
-    "svr": {"weights": "svr.safetensors"},
-    "ensemble": {"spec": "ensemble.json"},
-}
-
-
-def required_files(kind: str) -> tuple[str, ...]:
-    """The files (not folders) an export of ``kind`` always has, as :func:`check_export_files` checks them."""
-    return tuple(f for role, f in EXPORT_FILES.get(kind, {}).items() if role != "hf")
-
-
-def check_export_files(path: Path, kind: str) -> None:
-    """Raise :class:`qe.errors.ExportError` when ``path`` lacks a file that exports of ``kind`` always have."""
-    from qe.errors import ExportError
-
-    own = required_files(kind)
-    missing = [f for f in own if not (path / f).is_file()]
-    matches = {k: len(required_files(k)) for k in EXPORT_FILES
-               if k != kind and required_files(k) and all((path / f).is_file() for f in required_files(k))}
-    looks = sorted(k for k, n in matches.items() if n == max(matches.values())) if matches else []
-    if not missing:
-        # every file of the claimed kind is there, but the files of a more specific kind are too
-        looks = [k for k in looks if len(required_files(k)) > len(own) and set(own) < set(required_files(k)) | set(own)]
-        if not looks:
-            return
-        raise ExportError(f"{path}: the manifest says kind {kind!r}, but the files are those of a "
-                          f"{' or '.join(map(repr, looks))} export (was qe_export.json edited or copied?)")
-    hint = f"; its files look like a {' or '.join(map(repr, looks))} export" if looks else ""
-    raise ExportError(f"{path}: the manifest says kind {kind!r}, but {', '.join(missing)} is missing{hint} "
-                      f"(was qe_export.json edited or copied from another export?)")
-
-
 def register_scorer(name: str, *aliases: str, options: dict[str, Any] | None = None, doc: str = ""):
     """Decorator (or call with a ``"module:attr"`` string): add a user scorer under ``name`` and ``aliases``."""
 
@@ -203,30 +140,9 @@ def register_scorer(name: str, *aliases: str, options: dict[str, Any] | None = N
     return deco
 
 
-def register_into(table: dict[str, Any], key: str, what: str):
-    """Decorator adding ``table[key] = obj`` (an object or a ``"module:attr"`` string); a taken key is refused."""
-
-    def deco(obj):
-        if key in table and table[key] is not obj and table[key] != obj:
-            raise ValueError(f"{what} {key!r} is already registered to {table[key]!r}")
-        table[key] = obj
-        return obj
-
-    return deco
-
-
-def register_export_kind(kind: str):
-    """Decorator (or call with a ``"module:attr"`` string): ``loader(export_dir, manifest, **options) -> Scorer``."""
-    return register_into(EXPORT_KINDS, kind, "export kind")
-
-
 def available_scorers() -> list[str]:
     """Registered scorer names (aliases included), sorted."""
     return sorted(SCORERS)
-
-
-def export_kinds() -> list[str]:
-    return sorted(EXPORT_KINDS)
 
 
 def describe(prefix: str | None = None) -> str:
@@ -253,7 +169,7 @@ def load(name_or_path: str | Path, **options: Any):
 
     ``options`` are passed to the scorer (e.g. ``device="cpu"``, ``score="nce"`` for an LM export).
     """
-    from qe.core.export import MANIFEST, check_weights, read_manifest
+    from qe.core.export import MANIFEST
     from qe.zoo.archive import fetch_export, is_archive
 
     if is_archive(name_or_path):
@@ -262,31 +178,13 @@ def load(name_or_path: str | Path, **options: Any):
         return load(fetch_export(str(name_or_path), sha256=sha256, timeout=timeout), **options)
     path = Path(str(name_or_path)).expanduser()
     if path.is_dir():
-        manifest = read_manifest(path)
-        kind = manifest["kind"]
-        if kind not in EXPORT_KINDS:
-            raise KeyError(f"{path}: export kind {kind!r} has no registered loader; known kinds: {export_kinds()}")
-        check_export_files(path, kind)
-        check_weights(path)
-        loader = resolve_target(EXPORT_KINDS[kind])
-        try:
-            return loader(path, manifest, **options)
-        except Exception as exc:
-            # weights that parse but do not fit the network (a state_dict mismatch), or that safetensors refuses
-            # later: the export cannot be loaded (ExportError; qe score exits 3), in one line naming it
-            if type(exc).__name__ == "SafetensorError" or (
-                    isinstance(exc, RuntimeError) and "state_dict" in str(exc)):
-                from qe.errors import ExportError
-
-                why = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-                raise ExportError(f"{path}: its weights do not load ({why})") from None
-            raise
+        return load_export(path, **options)
     key = str(name_or_path).lower()
     if key in SCORERS:
         return SCORERS[key].build(**options)
     if path.exists() and not path.is_dir():
         raise FileNotFoundError(f"{path} is a file; an export is a directory containing {MANIFEST}")
-    # a named model of the zoo, built into $QE_MODELS (qe/zoo.py; recipes in experiments/zoo.py)
+    # a named model of the zoo, built into $QE_MODELS (qe.zoo; recipes in qe/zoo/recipes/)
     from qe import zoo
 
     if "/" not in key and "\\" not in key and key:
@@ -316,5 +214,6 @@ def load_on_device(model: Any, device: str | None = None, /, **options: Any):
     return load(model, **options)
 
 
-__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "EXPORT_FILES", "required_files", "register_scorer", "register_export_kind", "register_into", "available_scorers",
-           "export_kinds", "describe", "load", "load_on_device", "resolve_target"]
+__all__ = ["Entry", "SCORERS", "EXPORT_KINDS", "EXPORT_FILES", "required_files", "check_export_files",
+           "register_scorer", "register_export_kind", "register_into", "available_scorers", "export_kinds", "describe",
+           "load", "load_export", "load_on_device", "resolve_target"]

@@ -609,13 +609,13 @@ def load_check(export: Path, meta: dict[str, Any], label: str) -> str:
     model does not load or scores differently. A missing optional package is raised as it is (it names what to
     install)."""
     from qe.core.export import read_manifest
-    from qe.registry import load
+    from qe.kinds import load_export  # not qe.registry, which imports this module (qe.load of an archive)
     from qe.zoo import fingerprint as fpm
 
     manifest = read_manifest(export)
     kind = manifest["kind"]
     try:
-        scorer = load(export, **fpm.LOAD_OPTIONS.get(kind, {}))
+        scorer = load_export(export, **fpm.LOAD_OPTIONS.get(kind, {}))
     except MissingDependencyError:
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the kind's loader raises: the model does not load

@@ -298,17 +298,17 @@ def _write_manifest(export_dir: Path, manifest: dict[str, Any]) -> None:
 def _describe(export_dir: Path, manifest: dict[str, Any], fingerprint: bool = True
               ) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(signature, fingerprint, problem) of the export, loaded once with default options."""
-    from qe.registry import load
+    from qe.kinds import load_export
     from qe.zoo import fingerprint as fp
     from qe.zoo.fingerprint import LOAD_OPTIONS
 
     try:
-        scorer = load(export_dir)
+        scorer = load_export(export_dir)
         signature = scorer.signature
         if not fingerprint:
             return signature, None, None
         opts = LOAD_OPTIONS.get(manifest["kind"])
-        return signature, fp.compute(export_dir, manifest, scorer=load(export_dir, **opts) if opts else scorer), None
+        return signature, fp.compute(export_dir, manifest, scorer=load_export(export_dir, **opts) if opts else scorer), None
     except Exception as exc:  # noqa: BLE001 - the export stays usable; the card says why it has no fingerprint
         problem = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:300]
         log.warning("%s: no signature/fingerprint for the model card (%s)", export_dir, problem)

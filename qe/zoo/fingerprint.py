@@ -210,9 +210,9 @@ def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, s
     kind = manifest["kind"]
     options = dict(LOAD_OPTIONS.get(kind, {}))
     if scorer is None:
-        from qe.registry import load
+        from qe.kinds import load_export  # not qe.registry, which imports the zoo (archives)
 
-        scorer = load(export_dir, **options)
+        scorer = load_export(export_dir, **options)
     probes = load_probes(probe_set_for(kind, scorer))
     scores = score_probes(scorer, probes)
     versions = {"qe": __version__}

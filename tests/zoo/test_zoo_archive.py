@@ -491,8 +491,10 @@ def test_model_card_svr(tmp_path):
     assert json.loads((exp / "qe_export.json").read_text())["fingerprint"]["probe_set"] == "references"
 
 
-def test_model_card_gruen_kinds(tmp_path):
+def test_model_card_gruen_kinds(tmp_path, monkeypatch):
     from qe.gruen.format import save_gruen_export
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "gruen"))  # also when tests/gruen is not run
     from test_gruen import make_tiny
 
     tiny = make_tiny(tmp_path / "tiny")
@@ -513,7 +515,7 @@ def test_export_without_a_loadable_scorer_still_gets_a_card(tmp_path, monkeypatc
     def broken(*a, **k):
         raise RuntimeError("no such device")
 
-    monkeypatch.setattr("qe.registry.load", broken)
+    monkeypatch.setattr("qe.kinds.load_export", broken)
     exp = _lm(tmp_path / "lm")
     man = json.loads((exp / "qe_export.json").read_text())
     assert "no such device" in man["fingerprint"]["error"]
