@@ -624,14 +624,10 @@ def load_check(export: Path, meta: dict[str, Any], label: str) -> str:
     fp = meta.get("fingerprint")
     if not fpm.has_scores(fp):
         return "loads; the archive carries no fingerprint to compare with"
-    try:
-        same_set = fpm.load_probes(str(fp.get("probe_set"))).sha256 == fp["probe_sha256"]
-    except fpm.FingerprintError:
-        same_set = False
-    if not same_set:
+    if not fpm.ships(fp.get("probe_set"), fp["probe_sha256"]):
         return f"loads; its fingerprint is over a probe set this qe does not ship ({fp.get('probe_set')!r})"
-    try:
-        mine = fpm.compute(export, manifest, scorer=scorer)
+    try:  # over the archive's probe set, which may be an older choice than this qe's for the kind
+        mine = fpm.compute(export, manifest, scorer=scorer, probe_set=fp["probe_set"])
     except MissingDependencyError:
         raise
     except Exception as exc:  # noqa: BLE001 - as above

@@ -3,8 +3,11 @@
 A rebuild of a named model on another machine or software stack (another BLAS, another thread count, another
 PyTorch) gives other bytes, so the file checksum (:func:`qe.core.export.export_checksum`) only says "this exact build".
 The fingerprint says what the model *does*: the scores it gives a fixed probe set shipped in the package
-(``qe/resources/probes/``: sentences, multi-sentence texts, MR/output pairs, outputs with references; chosen by the
-export kind, :data:`PROBE_SETS`) plus its validation figures from the manifest. It is computed when the export is
+(``qe/resources/probes/``: sentences, multi-sentence texts, MR/output pairs, RDF-triple MR/output pairs, outputs with
+references; chosen by the export kind, :data:`PROBE_SETS`, and for a model that reads MRs by the MR format of the data
+it was trained for, :func:`probe_set_for`: a WebNLG model is probed with triple MRs) plus its validation figures from
+the manifest. A fingerprint records its probe set (name and sha256): fingerprints over different sets are compared by
+scoring the other set with whichever side's export is at hand, and are refused in one line when neither is. It is computed when the export is
 written (:mod:`qe.zoo.card`, called by :func:`qe.core.export.export_writer`) and stored in the manifest under
 ``fingerprint``; the manifest is outside the checksum, so recording it never changes the bits.
 
@@ -40,6 +43,12 @@ PROBE_SETS: dict[str, str] = {
     "qe_gru": "mr_outputs",
     "svr": "references",
 }
+
+#: MR-reading exports (``qe_gru``, kinds whose scorer requires MRs) trained for data whose MRs are not dialogue acts or
+#: E2E attribute lists are probed in their own MR format: MR format -> probe set (the default: ``mr_outputs``)
+MR_PROBE_SETS: dict[str, str] = {"triples": "mr_triples"}
+#: dataset name (its start: ``webnlg``, ``webnlg2020``) -> the MR format of its records
+DATASET_MR_FORMATS: dict[str, str] = {"webnlg": "triples"}
 
 #: options a kind is loaded with for its fingerprint: RatPred (and ensembles of it) round predictions to 0.5 by
 #: default, which would turn a 1e-6 difference next to a rounding boundary into 0.5; the raw values are compared
@@ -152,15 +161,65 @@ def load_probes(name: str) -> ProbeSet:
     return ProbeSet(name, hashlib.sha256(raw).hexdigest(), tuple(rows))
 
 
-def probe_set_for(kind: str, scorer: Any = None) -> str:
-    """The probe set of ``kind``; for kinds without one, by what the scorer needs (MRs, references, outputs only)."""
+def _dataset_format(name: Any) -> str | None:
+    name = str(name or "").lower()
+    return next((f for d, f in DATASET_MR_FORMATS.items() if name.startswith(d)), None)
+
+
+def trained_mr_format(manifest: dict[str, Any] | None, export_dir: str | Path | None = None) -> str | None:
+    """The MR format of the data an export was trained for, from its manifest: the transfer target
+    (``config.train.protocol.target_data.name``: RatPred's WebNLG recipes train on EMNLP17 dialogue acts *for*
+    WebNLG triples), else the training dataset (``data.name``, ``config.train.data.dataset``); for an export made of
+    members (``members/*/qe_export.json``: ensembles), the members' format when they all agree. None: not known
+    (dialogue acts or E2E attribute lists, the default)."""
+    if not isinstance(manifest, dict):
+        return None
+    train = ((manifest.get("config") or {}).get("train") or {}) if isinstance(manifest.get("config"), dict) else {}
+    target = ((train.get("protocol") or {}).get("target_data") or {}) if isinstance(train, dict) else {}
+    if isinstance(target, dict) and target.get("name"):
+        return _dataset_format(target["name"])
+    for name in ((manifest.get("data") or {}).get("name") if isinstance(manifest.get("data"), dict) else None,
+                 ((train.get("data") or {}).get("dataset") if isinstance(train, dict) else None)):
+        if name:
+            return _dataset_format(name)
+    if export_dir is not None and (Path(export_dir) / "members").is_dir():
+        from qe.core.export import MANIFEST
+
+        found = set()
+        for m in sorted((Path(export_dir) / "members").glob(f"*/{MANIFEST}")):
+            try:
+                member = json.loads(m.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                return None
+            found.add(trained_mr_format(member, m.parent))
+        return found.pop() if len(found) == 1 else None
+    return None
+
+
+def probe_set_for(kind: str, scorer: Any = None, manifest: dict[str, Any] | None = None,
+                  export_dir: str | Path | None = None) -> str:
+    """The probe set of ``kind``; for kinds without one, by what the scorer needs (MRs, references, outputs only).
+    A set of MR/output pairs is swapped for the one in the MR format the export was trained for
+    (:func:`trained_mr_format`, :data:`MR_PROBE_SETS`): ratpred-webnlg is probed with RDF triples."""
     if kind in PROBE_SETS:
-        return PROBE_SETS[kind]
-    if getattr(scorer, "requires_mrs", False):
-        return "mr_outputs"
-    if getattr(scorer, "requires_refs", False):
-        return "references"
-    return "sentences"
+        name = PROBE_SETS[kind]
+    elif getattr(scorer, "requires_mrs", False):
+        name = "mr_outputs"
+    elif getattr(scorer, "requires_refs", False):
+        name = "references"
+    else:
+        name = "sentences"
+    if name == "mr_outputs":
+        name = MR_PROBE_SETS.get(trained_mr_format(manifest, export_dir) or "", name)
+    return name
+
+
+def ships(probe_set: Any, sha256: Any) -> bool:
+    """Whether this qe ships the probe set ``probe_set`` with that very content (``sha256``)."""
+    try:
+        return bool(probe_set) and load_probes(str(probe_set)).sha256 == sha256
+    except FingerprintError:
+        return False
 
 
 def score_probes(scorer: Any, probes: ProbeSet) -> list[float]:
@@ -198,8 +257,10 @@ def _device_name() -> str:
         return "cpu"
 
 
-def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, scorer: Any = None) -> dict[str, Any]:
-    """Score the kind's probe set with the export (loaded with :data:`LOAD_OPTIONS`) and return the fingerprint:
+def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, scorer: Any = None,
+            probe_set: str | None = None) -> dict[str, Any]:
+    """Score the export's probe set (:func:`probe_set_for`; ``probe_set``: that shipped set instead, e.g. the set of a
+    fingerprint to compare with) with the export (loaded with :data:`LOAD_OPTIONS`) and return the fingerprint:
     ``{"version", "probe_set", "probe_sha256", "n", "options", "scores", "validation", "device", "versions"}``
     (a NaN score, e.g. an LM's score of an empty output, is stored as null)."""
     from qe.core.export import read_manifest
@@ -213,7 +274,7 @@ def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, s
         from qe.kinds import load_export  # not qe.registry, which imports the zoo (archives)
 
         scorer = load_export(export_dir, **options)
-    probes = load_probes(probe_set_for(kind, scorer))
+    probes = load_probes(probe_set or probe_set_for(kind, scorer, manifest, export_dir))
     scores = score_probes(scorer, probes)
     versions = {"qe": __version__}
     try:
@@ -246,8 +307,9 @@ class Identity:
     #: True once ``fingerprint`` was computed in this process from ``export_dir``
     live: bool = False
 
-    def ensure_fingerprint(self, probe_sha256: str | None = None) -> dict[str, Any]:
-        """The fingerprint, computed from the export when missing or over another probe set than ``probe_sha256``."""
+    def ensure_fingerprint(self, probe_sha256: str | None = None, probe_set: str | None = None) -> dict[str, Any]:
+        """The fingerprint, computed from the export when missing or over another probe set than ``probe_sha256``
+        (then over ``probe_set`` when this qe ships that set with that sha256, else over the export's own set)."""
         fp = self.fingerprint
         if has_scores(fp) and (probe_sha256 is None or fp["probe_sha256"] == probe_sha256):
             return fp
@@ -256,7 +318,7 @@ class Identity:
                                                              f"({str(fp.get('probe_sha256'))[:12]})"
             raise FingerprintError(f"{self.source}: no fingerprint to compare with ({have}) and no export to "
                                    f"compute one from")
-        self.fingerprint = compute(self.export_dir)
+        self.fingerprint = compute(self.export_dir, probe_set=probe_set if ships(probe_set, probe_sha256) else None)
         self.live = True
         return self.fingerprint
 
@@ -307,6 +369,10 @@ class Verdict:
         return {"status": self.status, "summary": self.summary, "details": self.details, "max_delta": self.max_delta}
 
 
+def _set_name(fp: dict[str, Any]) -> str:
+    return f"{fp.get('probe_set')!r} {str(fp.get('probe_sha256'))[:12]}"
+
+
 def _delta(a: float | None, b: float | None) -> float:
     if a is None and b is None:  # both NaN: the same (undefined) score
         return 0.0
@@ -341,9 +407,14 @@ def compare(a: Identity, b: Identity, tol: Tolerance | None = None) -> Verdict:
     kind = a.kind or b.kind
     tol = tol or tolerance(kind)
     fa = a.ensure_fingerprint()
-    fb = b.ensure_fingerprint(fa["probe_sha256"])
-    if fb["probe_sha256"] != fa["probe_sha256"]:  # b could not be rescored: try rescoring a on b's set
-        fa = a.ensure_fingerprint(fb["probe_sha256"])
+    fb = b.fingerprint if has_scores(b.fingerprint) and b.export_dir is None else \
+        b.ensure_fingerprint(fa["probe_sha256"], fa["probe_set"])
+    if fb["probe_sha256"] != fa["probe_sha256"] and a.export_dir is not None:  # rescore a on b's set
+        fa = a.ensure_fingerprint(fb["probe_sha256"], fb["probe_set"])
+    if fb["probe_sha256"] != fa["probe_sha256"]:
+        raise FingerprintError(
+            f"{a.source} vs {b.source}: fingerprints over different probe sets ({_set_name(fa)} vs {_set_name(fb)}) "
+            f"and no export at hand to score the other set; compare an export with a fingerprint instead")
     sa, sb = fa["scores"], fb["scores"]
     if len(sa) != len(sb):
         raise FingerprintError(f"{a.source} vs {b.source}: fingerprints of {len(sa)} and {len(sb)} probes")
@@ -380,6 +451,7 @@ def compare(a: Identity, b: Identity, tol: Tolerance | None = None) -> Verdict:
     return Verdict("different", f"different: {checks}; {scores_text}; {val_text}", details, worst)
 
 
-__all__ = ["PROBE_SETS", "LOAD_OPTIONS", "TOLERANCES", "DEFAULT_TOLERANCE", "Tolerance", "FingerprintError",
-           "ProbeSet", "load_probes", "probe_set_for", "score_probes", "validation_figures", "compute", "Identity",
-           "identity_of_export", "identity_of_json", "Verdict", "compare", "tolerance"]
+__all__ = ["PROBE_SETS", "MR_PROBE_SETS", "DATASET_MR_FORMATS", "LOAD_OPTIONS", "TOLERANCES", "DEFAULT_TOLERANCE",
+           "Tolerance", "FingerprintError", "ProbeSet", "load_probes", "probe_set_for", "trained_mr_format", "ships",
+           "score_probes", "validation_figures", "compute", "Identity", "identity_of_export", "identity_of_json",
+           "Verdict", "compare", "tolerance"]

@@ -354,7 +354,7 @@ def test_compare_equivalent_rescores_and_checks_validation_figures(tmp_path):
     # kinds differ: different; fingerprints over another probe set with no export at hand: refused
     assert fpm.compare(fpm.Identity("x", "slor", "1", fa), fpm.Identity("y", "qe_gru", "2", fb)).status == "different"
     fc = {**fb, "probe_sha256": "0" * 64}
-    with pytest.raises(fpm.FingerprintError, match="no export to compute one from"):
+    with pytest.raises(fpm.FingerprintError, match="different probe sets .* and no export at hand"):
         fpm.compare(fpm.Identity("x", "slor", "1", fa), fpm.Identity("y", "slor", "2", fc))
 
 
@@ -364,7 +364,8 @@ def test_every_kind_has_a_tolerance_and_a_probe_set():
     for kind in EXPORT_KINDS:
         assert kind in fpm.TOLERANCES, kind
         assert fpm.TOLERANCES[kind].why, kind
-    for name in set(fpm.PROBE_SETS.values()) | {"sentences", "texts", "mr_outputs", "references"}:
+    for name in set(fpm.PROBE_SETS.values()) | set(fpm.MR_PROBE_SETS.values()) | {"sentences", "texts", "mr_outputs",
+                                                                                   "references"}:
         ps = fpm.load_probes(name)
         assert 24 <= len(ps.rows) <= 60 and len({r["id"] for r in ps.rows}) == len(ps.rows)
     assert fpm.load_probes("mr_outputs").column("mr") and fpm.load_probes("references").column("refs")
