@@ -56,10 +56,14 @@ class Verdict:
     value: str | None
     status: str
     said: str | None = None  #: the output's value (wrong) or the words that realise the fact
-    engine: str = "matcher"
+    engine: str = "matcher"  #: what decided it: ``matcher`` or ``aligner`` (:mod:`qe.content.aligner`)
+    confidence: float | None = None  #: the aligner's probability of its verdict (aligner verdicts only)
+    #: token spans (of :func:`~qe.content.lexicon.norm_tokens` of the output) of the words the verdict rests on;
+    #: internal (the aligner's training data deletes them), never in :meth:`to_dict`
+    spans: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None and k != "spans"}
 
 
 @dataclass
@@ -302,7 +306,7 @@ class Matcher:
             if hits:
                 for m in hits:  # every mention of the value realises this one fact
                     consumed.add(id(m))
-                al.verdicts.append(Verdict(s, v, "realised", hits[0].text))
+                al.verdicts.append(Verdict(s, v, "realised", hits[0].text, spans=[(m.start, m.end) for m in hits]))
             else:
                 pending.append((s, v, key, nv))
         for s, v, key, nv in pending:
@@ -311,7 +315,7 @@ class Matcher:
                 m, vals = other[0]
                 consumed.add(id(m))
                 val = max(vals, key=vals.get)
-                al.verdicts.append(Verdict(s, v, "wrong", self._written(key, val)))
+                al.verdicts.append(Verdict(s, v, "wrong", self._written(key, val), spans=[(m.start, m.end)]))
             else:
                 al.verdicts.append(Verdict(s, v, "omitted"))
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
