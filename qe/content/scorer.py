@@ -20,6 +20,11 @@ system and, as its corpus-level score, the system's SER pooled over its outputs:
 name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
 realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
 signature names the lexicon by checksum.
+
+``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`): the
+matcher's ``realised`` verdicts stay, the aligner decides the facts it leaves omitted or wrong and asks about the
+slots the MR does not hold (``aligner_additions=false``: it does not); ``aligner_mode=aligner`` lets it decide every
+fact alone; ``aligner_threshold`` overrides the export's threshold on P(realised). Each verdict names its engine.
 """
 from __future__ import annotations
 
@@ -70,21 +75,39 @@ class CoverageScorer(Scorer):
     main_component = "coverage"
 
     def __init__(self, lexicon: str | Lexicon | None = None, wrong_penalty: float = 1.0,
-                 hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None):
+                 hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None,
+                 aligner: str | None = None, aligner_mode: str = "combined", aligner_threshold: float | None = None,
+                 aligner_additions: bool = True, device: str | None = None, batch_size: int = 64):
         for k, v in (("wrong_penalty", wrong_penalty), ("hallucination_penalty", hallucination_penalty),
                      ("repeat_penalty", repeat_penalty)):
             if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
                 raise ValueError(f"coverage: {k}={v!r} must be a number >= 0")
         self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
         self.matcher = Matcher(resolve_lexicon(lexicon, data_dir))
+        self.engine: Any = self.matcher
+        if aligner not in (None, "", "none"):
+            from qe.content.aligner import MODES, AlignedMatcher, Aligner
+
+            if aligner_mode not in MODES:
+                raise ValueError(f"coverage: aligner_mode={aligner_mode!r}: choose {' or '.join(MODES)}")
+            if aligner_threshold is not None and not (isinstance(aligner_threshold, (int, float))
+                                                      and 0 <= aligner_threshold <= 1):
+                raise ValueError(f"coverage: aligner_threshold={aligner_threshold!r} must be a number in [0, 1]")
+            self.engine = AlignedMatcher(self.matcher, Aligner.load(aligner, device=device, batch_size=batch_size,
+                                                                    threshold=aligner_threshold),
+                                         aligner_mode, bool(aligner_additions))
         self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
         self._last: tuple | None = None
 
     def signature_fields(self) -> dict[str, Any]:
         lex = self.matcher.lexicon
-        return {"engine": self.matcher.name,
-                "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
-                "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
+        out = {"engine": self.engine.name,
+               "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
+               "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
+        if self.engine is not self.matcher:
+            al = self.engine.aligner
+            out["aligner"] = f"{al.name}@t{al.threshold:g}" + ("" if self.engine.additions else "/noadd")
+        return out
 
     # ------------------------------------------------------------------------------------------ per output
     def align(self, outputs, mrs, ids=None) -> list[Alignment]:
@@ -93,10 +116,11 @@ class CoverageScorer(Scorer):
         key = (tuple(outputs), tuple(mrs))
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        out = []
-        for i, (o, mr) in enumerate(zip(outputs, mrs)):
-            where = f"mrs[{i}]" if ids is None else f"record {ids[i]!r}: field 'mr'"
-            out.append(self.matcher.align(mr, o, where=where))
+        wheres = [f"mrs[{i}]" if ids is None else f"record {ids[i]!r}: field 'mr'" for i in range(len(mrs))]
+        if hasattr(self.engine, "align_many"):  # the aligner asks its questions in batches
+            out = self.engine.align_many(list(mrs), list(outputs), wheres)
+        else:
+            out = [self.engine.align(mr, o, where=w) for o, mr, w in zip(outputs, mrs, wheres)]
         self._last = (key, out)
         return out
 

@@ -101,6 +101,9 @@ TINY = {
     "cola": HF_TINY, "mlm": HF_TINY, "sop": HF_TINY,
     "gruen_tune": ["gruen.dataset=sample", "gruen.max_records=20", "gruen.progress=false", "gruen.device=cpu"],
     "ensemble": [],  # members: two tiny LM exports (_tiny_overrides)
+    # hand-written (MR, text) pairs instead of the E2E data; steps, not epochs
+    "content_aligner": HF_TINY + [f"data.source={REPO / 'tests/content/aligner_pairs.csv'}", "trainer.max_steps=2",
+                                  "trainer.check_val_every_n_epoch=1"],
 }
 #: tasks that read ../shared/data even when tiny (CoLA, Brown + WikiText-2)
 NEEDS_DATA = {"cola", "mlm", "sop"}
@@ -123,7 +126,7 @@ def tiny_hf(tmp_path_factory):
 
 def _tiny_overrides(task: str, tmp_path, tiny_hf) -> list[str]:
     extra = list(TINY[task])
-    if task in ("cola", "mlm", "sop"):
+    if task in ("cola", "mlm", "sop", "content_aligner"):
         extra.append(f"model.encoder={tiny_hf['mlm_dir']}")
     if task == "gruen_tune":
         extra += [f"gruen.models.acceptability={tiny_hf['cola_export']}", f"gruen.models.mlm={tiny_hf['mlm_export']}",

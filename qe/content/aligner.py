@@ -1,0 +1,267 @@
+"""The learned aligner: a cross-encoder that reads what the lexicon misses ("not pricey", "kid friendly"), behind the
+matcher's interface.
+
+An ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.task`) is an HF encoder (the
+offline all-MiniLM-L6-v2 by default) with a 3-way head over pairs ``query [SEP] output``: the query is a fact
+(``customer rating : 5 out of 5``) or a slot alone (``price range``: does the output talk about it?), the output
+its matching tokens (:func:`qe.content.aligner_data.output_text`); the labels are ``realised`` / ``omitted`` /
+``wrong``. A fact is ``realised`` when P(realised) reaches the export's threshold (chosen when it was trained, on
+held-out training rows), else ``wrong`` or ``omitted``, whichever is more likely. The value a ``wrong`` fact is
+given instead is the slot's value (among those seen in training) the aligner finds most likely realised.
+
+:class:`AlignedMatcher` puts it behind :class:`~qe.content.align.Matcher`'s interface (``align(mr, output)`` ->
+:class:`~qe.content.align.Alignment`), in two modes:
+
+* ``combined`` (the default): the matcher's ``realised`` verdicts stay - it found the value or one of its known
+  wordings; every other fact with a value to check (the matcher's ``omitted`` and ``wrong``) is decided by the
+  aligner. Slots the MR does not hold and the matcher found nothing about are asked about too (additions:
+  ``additions=False`` keeps the matcher's alone);
+* ``aligner``: the aligner decides every fact, and additions are its own.
+
+Each verdict names its engine (``matcher`` / ``aligner``; aligner verdicts carry their probability as
+``confidence``). Facts without value (``request(area)``), unchecked values and RDF triples keep the matcher's
+verdicts: the aligner is trained on attribute-value MRs.
+
+    import qe
+    scorer = qe.load("coverage", lexicon="e2e", aligner="exports/content_aligner")
+    scorer.details(["The Eagle is not pricey."], mrs=["name[The Eagle], priceRange[cheap]"])
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.content.align import Alignment, Matcher, Verdict
+from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Inventory, checkable, output_text, query
+from qe.content.lexicon import norm_value
+from qe.core.mr import TRIPLE_ACT
+from qe.core.surface import norm_slot
+
+KIND = "content_aligner"
+HF_SUBDIR = "hf"
+CONFIG_FILE = "aligner.json"
+MODES = ("combined", "aligner")
+
+
+# ----------------------------------------------------------------------------------------------------- export
+def save_export(dest: str | Path, model, tokenizer, *, config: dict[str, Any], data: dict[str, Any],
+                metrics: dict[str, Any]) -> Path:
+    """Write a ``content_aligner`` export: ``hf/`` (``save_pretrained``: weights and tokenizer), ``aligner.json``
+    (labels, threshold, input lengths, the slot inventory) and a short model card. ``config`` is
+    :class:`Aligner`'s configuration plus, under ``train``, the training config."""
+    from qe.core.export import CARD, export_writer
+    from qe.core.jsonio import dumps
+
+    model = model.float().cpu().eval()
+    own = {k: v for k, v in config.items() if k != "train"}
+    with export_writer(dest, kind=KIND, config=config, data=data, metrics=metrics, card=False) as tmp:
+        model.save_pretrained(tmp / HF_SUBDIR, safe_serialization=True)
+        tokenizer.save_pretrained(tmp / HF_SUBDIR)
+        (tmp / CONFIG_FILE).write_text(dumps(own, indent=1) + "\n", encoding="utf-8")
+        (tmp / CARD).write_text(_card(own, data, metrics), encoding="utf-8")
+    return Path(dest).resolve()
+
+
+def _card(config: dict, data: dict, metrics: dict) -> str:
+    figs = "\n".join(f"| {k} | {v:.4g} |" for k, v in sorted(metrics.items())
+                     if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+    slots = ", ".join(f"`{d['name']}`" for d in config.get("inventory", {}).get("slots", {}).values())
+    return "\n".join([
+        "# Learned content aligner (coverage scorer)", "",
+        "A cross-encoder deciding, for a fact of an MR and an output, whether the output realises it, omits it or",
+        "states its slot with another value (qe.content.aligner). Used by the `coverage` scorer:", "",
+        "```python", "import qe", 'scorer = qe.load("coverage", lexicon="e2e", aligner="path/to/this/export")',
+        "scorer.details(outputs, mrs=mrs)", "```", "",
+        "```bash", "qe score -m coverage --opt lexicon=e2e --opt aligner=path/to/this/export -i out.txt --mrs mrs.txt",
+        "```", "",
+        f"Threshold on P(realised): {config.get('threshold')} ({config.get('threshold_from', '')}).", "",
+        f"Slots seen in training: {slots or '-'}. Other slots are asked about by their name's words, out of what it "
+        "was trained on.", "",
+        "## Training data", "", f"`{data.get('name', '?')}`: " + ", ".join(
+            f"{k} {v}" for k, v in data.items() if k != "name"), "",
+        "## Validation figures", "", "| metric | value |", "|---|---|", figs or "| - | - |", "",
+        "## Limits", "",
+        "- Trained on attribute-value MRs of one domain; RDF triples and facts without value keep the matcher's "
+        "verdicts.",
+        "- Its negatives are synthetic (deleted spans, swapped values, facts the text does not hold) plus the "
+        "training rows' real errors; see docs/results/content.md for how it compares with the matcher.", ""])
+
+
+def read_export(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """(the export folder, its aligner configuration); :class:`qe.errors.ExportError` for anything that is not a
+    ``content_aligner`` export."""
+    import json
+
+    from qe.core.export import read_manifest, verify_checksum
+    from qe.errors import ExportError
+
+    p = Path(str(path)).expanduser()
+    manifest = read_manifest(p, expected_kind=KIND)
+    verify_checksum(p, manifest)
+    try:
+        config = json.loads((p / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{p}: cannot read {CONFIG_FILE} ({exc})") from None
+    config["manifest"] = manifest
+    return p, config
+
+
+# ----------------------------------------------------------------------------------------------------- model
+class Aligner:
+    """The cross-encoder with its decision rule. ``probs(pairs)`` -> (n, 3) probabilities in :data:`LABELS` order,
+    cached per pair (a scorer asks about the same fact again when it scores the same output again)."""
+
+    def __init__(self, model, tokenizer, config: dict[str, Any], *, device: str | None = None,
+                 batch_size: int = 64, threshold: float | None = None, name: str = "aligner"):
+        import torch
+
+        self.model, self.tokenizer, self.config = model, tokenizer, config
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model.to(self.device).eval()
+        self.batch_size = int(batch_size)
+        self.max_length = int(config.get("max_length", 64))
+        t = config.get("threshold") if threshold is None else threshold
+        self.threshold = float(0.5 if t is None else t)
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"aligner threshold {self.threshold!r} must be in [0, 1]")
+        self.inventory = Inventory.from_dict(config.get("inventory", {}))
+        self.name = name
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+
+    @classmethod
+    def load(cls, path: str | Path, **kw: Any) -> "Aligner":
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        p, config = read_export(path)
+        model = AutoModelForSequenceClassification.from_pretrained(str(p / HF_SUBDIR))
+        tok = AutoTokenizer.from_pretrained(str(p / HF_SUBDIR))
+        checksum = str(config["manifest"].get("checksum", ""))[:12]
+        return cls(model, tok, config, name=f"{p.name}@{checksum}", **kw)
+
+    def probs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        import torch
+
+        todo = list(dict.fromkeys(p for p in pairs if p not in self._cache))
+        # similar lengths together: less padding
+        todo.sort(key=lambda p: len(p[0]) + len(p[1]))
+        for i in range(0, len(todo), self.batch_size):
+            chunk = todo[i:i + self.batch_size]
+            enc = self.tokenizer([a for a, _ in chunk], [b for _, b in chunk], truncation="longest_first",
+                                 max_length=self.max_length, padding=True, return_tensors="pt").to(self.device)
+            with torch.inference_mode():
+                logits = self.model(**enc).logits.float()
+            for p, row in zip(chunk, torch.softmax(logits, -1).cpu().numpy()):
+                self._cache[p] = row
+        if not pairs:
+            return np.zeros((0, len(LABELS)))
+        return np.stack([self._cache[p] for p in pairs])
+
+    def status(self, p: np.ndarray, threshold: float | None = None) -> str:
+        t = self.threshold if threshold is None else threshold
+        if p[REALISED] >= t:
+            return "realised"
+        return "wrong" if p[WRONG] > p[OMITTED] else "omitted"
+
+
+# ----------------------------------------------------------------------------------------------------- engine
+class AlignedMatcher:
+    """The matcher and the aligner together, with :class:`~qe.content.align.Matcher`'s interface (module
+    docstring). ``align_many`` batches the aligner's questions over many outputs."""
+
+    def __init__(self, matcher: Matcher, aligner: Aligner, mode: str = "combined", additions: bool = True):
+        if mode not in MODES:
+            raise ValueError(f"aligner mode {mode!r}: choose {' or '.join(MODES)}")
+        self.matcher, self.aligner, self.mode, self.additions = matcher, aligner, mode, bool(additions)
+        self.name = "matcher+aligner" if mode == "combined" else "aligner"
+        self.lexicon = matcher.lexicon
+
+    facts = staticmethod(Matcher.facts)
+
+    def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
+        return self.align_many([mr], [output], [where])[0]
+
+    def align_many(self, mrs: Sequence[str], outputs: Sequence[str], wheres: Sequence[str] | None = None,
+                   threshold: float | None = None) -> list[Alignment]:
+        wheres = list(wheres) if wheres is not None else [f"mrs[{i}]" for i in range(len(mrs))]
+        als = [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
+        texts = [output_text(o) for o in outputs]
+        plans = [self._plan(al, mr, w) for al, mr, w in zip(als, mrs, wheres)]
+        first = [(q, texts[i]) for i, (asks, slots) in enumerate(plans) for q in
+                 [query(v.slot, v.value) for _, v in asks] + [query(s) for s in slots]]
+        self.aligner.probs(first)
+        # second round: the values of slots said wrong or added
+        second = []
+        for i, (asks, slots) in enumerate(plans):
+            for _, v in asks:
+                if self.aligner.status(self._p(v.slot, v.value, texts[i]), threshold) == "wrong":
+                    second += [(query(v.slot, u), texts[i]) for u in self._others(v.slot, v.value)]
+            for s in slots:
+                if self.aligner.status(self._p(s, None, texts[i]), threshold) == "realised":
+                    second += [(query(s, u), texts[i]) for u in self._others(s, None)]
+        self.aligner.probs(second)
+        return [self._decide(al, asks, slots, texts[i], threshold) for i, (al, (asks, slots)) in
+                enumerate(zip(als, plans))]
+
+    # ---------------------------------------------------------------------------------------------- internals
+    def _p(self, slot: str, value: str | None, text: str) -> np.ndarray:
+        return self.aligner.probs([(query(slot, value), text)])[0]
+
+    def _others(self, slot: str, value: str | None) -> list[str]:
+        if self.aligner.inventory.kind(slot) in (None, "entity"):
+            return []  # names: too many to ask about; the verdict stays without the output's value
+        nv = norm_value(value)
+        return [u for u in self.aligner.inventory.values(slot) if norm_value(u) != nv]
+
+    def _plan(self, al: Alignment, mr: str, where: str) -> tuple[list[tuple[int, Verdict]], list[str]]:
+        """(the verdicts the aligner decides, the slots it is asked about for additions)."""
+        facts = self.matcher.facts(mr, where)
+        if not facts or any(a == TRIPLE_ACT for a, _, _ in facts):
+            return [], []
+        asks = [(k, v) for k, v in enumerate(al.verdicts) if checkable(v.value) and v.status != "unchecked"
+                and (self.mode == "aligner" or v.status != "realised")]
+        slots: list[str] = []
+        if self.additions:
+            held = {norm_slot(s) for _, s, _ in facts}
+            found = ({norm_slot(h["slot"]) for h in al.hallucinated if h.get("slot")}
+                     if self.mode == "combined" else set())
+            slots = [d["name"] for key, d in self.aligner.inventory.slots.items()
+                     if key not in held and key not in found and d.get("kind") != "entity"]
+        return asks, slots
+
+    def _best_value(self, slot: str, value: str | None, text: str, threshold: float | None) -> tuple[str | None, float]:
+        others = self._others(slot, value)
+        if not others:
+            return None, math.nan
+        ps = self.aligner.probs([(query(slot, u), text) for u in others])[:, REALISED]
+        k = int(np.argmax(ps))
+        t = self.aligner.threshold if threshold is None else threshold
+        return (others[k] if ps[k] >= t else None), float(ps[k])
+
+    def _decide(self, al: Alignment, asks, slots, text: str, threshold: float | None) -> Alignment:
+        out = Alignment(list(al.verdicts), [] if self.mode == "aligner" else list(al.hallucinated),
+                        list(al.repeated) if self.mode == "combined" else [])
+        for k, v in asks:
+            p = self._p(v.slot, v.value, text)
+            status = self.aligner.status(p, threshold)
+            said = None
+            if status == "wrong":
+                said, _ = self._best_value(v.slot, v.value, text, threshold)
+                if said is None and self.aligner.inventory.kind(v.slot) == "binary":
+                    said = "no" if norm_value(v.value) in ("yes", "true") else "yes"
+            conf = float(p[LABELS.index(status)])
+            out.verdicts[k] = Verdict(v.slot, v.value, status, said, engine="aligner", confidence=round(conf, 4))
+        for s in slots:
+            p = self._p(s, None, text)
+            if self.aligner.status(p, threshold) != "realised":
+                continue
+            said, conf = self._best_value(s, None, text, threshold)
+            if said is not None:
+                out.hallucinated.append({"slot": s, "value": said, "engine": "aligner", "confidence": round(conf, 4)})
+        return out
+
+
+__all__ = ["KIND", "MODES", "Aligner", "AlignedMatcher", "save_export", "read_export", "HF_SUBDIR", "CONFIG_FILE"]

@@ -1,0 +1,191 @@
+"""Training of the learned aligner (``qe train task=content_aligner``): the LightningModule, the builder and the
+export (kind ``content_aligner``, read by :class:`qe.content.aligner.Aligner`).
+
+Data (``conf/data/content_aligner.yaml``): (MR, text) rows whose ``mr`` lists what the text realises - the cleaned
+E2E development references by default (``source: e2e``; the data folder has no E2E training split), or a CSV with
+columns ``mr``, ``ref`` and optionally ``orig_mr``. Rows are split into ``folds`` by MR (``orig_mr`` when given:
+:func:`qe.content.aligner_data.fold_of`, the split of ``experiments.content_e2e``); ``held_out`` folds are left out
+entirely, so the export can be measured on them. Of the rest, ``val_fraction`` of the MR groups validate (loss,
+accuracy, MCC on their generated labels) and, when they have ``orig_mr``, choose the threshold on P(realised): the
+one with the best omission F1 of matcher + aligner against the cleaned annotation. A matcher with a lexicon mined
+from the training rows alone locates the facts the synthetic errors act on
+(:func:`~qe.content.aligner_data.make_examples`).
+
+The module is :class:`qe.gruen.task.SequenceClassifierModule` (an HF encoder with a sequence-classification head,
+AdamW with warm-up and linear decay) with three labels and its own export.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from omegaconf import DictConfig
+
+from qe.content.aligner_data import LABELS, Inventory, f1, fold_of, gold_counts, make_examples
+from qe.core.config import conf_defaults
+from qe.gruen.task import SequenceClassifierModule, _float_metrics, _tokenizer
+from qe.training import TaskParts, instantiate_model, plain_config
+
+log = logging.getLogger(__name__)
+
+ALIGNER = conf_defaults("model/hf_encoder", "model/minilm", "task/content_aligner:model")
+#: P(realised) thresholds tried on the validation rows
+THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
+
+
+class ContentAlignerModule(SequenceClassifierModule):
+    """Encoder + 3-way head over ``query [SEP] output`` (:data:`~qe.content.aligner_data.LABELS`); export kind
+    ``content_aligner``."""
+
+    def __init__(self, encoder: str = ALIGNER["encoder"], num_labels: int = len(LABELS), lr: float = ALIGNER["lr"],
+                 weight_decay: float = ALIGNER["weight_decay"], warmup_ratio: float = ALIGNER["warmup_ratio"],
+                 val_names: Sequence[str] = ("val",), dropout: float | None = None,
+                 train_layers: int = ALIGNER["train_layers"], pooling: str = "cls", head_lr: float | None = None):
+        super().__init__(encoder, num_labels, lr, weight_decay, warmup_ratio, val_names, dropout, train_layers,
+                         pooling, head_lr)
+
+    def export(self, dest, *, datamodule=None, metrics=None, cfg=None) -> Path:
+        from qe.content.aligner import Aligner, save_export
+
+        info = datamodule.aligner_info
+        config: dict[str, Any] = {"labels": list(LABELS), "max_length": int(datamodule.max_length),
+                                  "encoder": str(self.hparams.encoder), "inventory": info["inventory"].to_dict(),
+                                  "query": "slot words : value", "output": "norm_tokens joined by spaces"}
+        metrics = dict(metrics or {})
+        was_training = self.training
+        aligner = Aligner(self.model, datamodule.tokenizer, config, device=str(self.device))
+        t, table = choose_threshold(aligner, info["matcher"], info["val_rows"])
+        self.train(was_training)
+        config["threshold"] = t
+        if table:
+            best = max(table.values())
+            config["threshold_from"] = (f"best omission F1 of matcher+aligner ({best:.3f}) on "
+                                        f"{len(info['val_rows'])} held-out training rows")
+            metrics["val/omission_f1"] = best
+        else:
+            config["threshold_from"] = "default (no validation rows with orig_mr)"
+        config["train"] = plain_config(cfg) if cfg is not None else {}
+        return save_export(Path(dest), self.model, datamodule.tokenizer, config=config,
+                           data=dict(getattr(datamodule, "data_info", {}) or {}), metrics=_float_metrics(metrics))
+
+
+def choose_threshold(aligner, matcher, rows: list[dict]) -> tuple[float, dict[float, float]]:
+    """The P(realised) threshold of :data:`THRESHOLDS` with the best omission F1 of matcher + aligner on ``rows``
+    (those with ``orig_mr``; ties: the one nearest 0.5), and the F1 of each. No such row: 0.5."""
+    from qe.content.aligner import AlignedMatcher
+
+    rows = [r for r in rows if r.get("orig_mr")]
+    if not rows:
+        return 0.5, {}
+    engine = AlignedMatcher(matcher, aligner, "combined")
+    table = {}
+    for t in THRESHOLDS:
+        als = engine.align_many([r["orig_mr"] for r in rows], [r["ref"] for r in rows], threshold=t)
+        tp = fp = fn = 0
+        for r, al in zip(rows, als):
+            per, _ = gold_counts(r["orig_mr"], r["mr"], al)
+            tp += sum(c["omit_tp"] for c in per.values())
+            fp += sum(c["omit_fp"] for c in per.values())
+            fn += sum(c["omit_fn"] for c in per.values())
+        table[t] = f1(tp, fp, fn)
+    best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
+    log.info("aligner threshold %.2f (omission F1 %.3f on %d validation rows)", best, table[best], len(rows))
+    return best, table
+
+
+def read_rows(source: str, data_dir: str | None = None) -> list[dict[str, str]]:
+    """``e2e``: the cleaned E2E dev rows (``mr``, ``ref``, ``orig_mr``); else a CSV file with columns ``mr``,
+    ``ref`` and optionally ``orig_mr``."""
+    if str(source) == "e2e":
+        from qe.data.e2e import e2e_slot_gold
+
+        return e2e_slot_gold("dev", data_dir)
+    from qe.data.record import read_csv_rows, read_text
+    from qe.core.paths import require
+
+    path = require(Path(str(source)).expanduser(), f"aligner training pairs ({source})")
+    _, rows = read_csv_rows(read_text(path), str(path), required=("mr", "ref"))
+    out = []
+    for _, row in rows:
+        d = {"mr": row["mr"].strip(), "ref": row["ref"].strip()}
+        if (row.get("orig_mr") or "").strip():
+            d["orig_mr"] = row["orig_mr"].strip()
+        out.append(d)
+    return out
+
+
+def split_rows(rows: list[dict], folds: int, seed: int, held_out: Sequence[int], val_fraction: float
+               ) -> tuple[list[dict], list[dict]]:
+    """(training rows, validation rows): rows of ``held_out`` folds dropped, then ``val_fraction`` of the remaining
+    MR groups set apart (at least one group when there are two or more)."""
+    key = lambda r: r.get("orig_mr") or r["mr"]  # noqa: E731
+    fo = fold_of([key(r) for r in rows], folds, seed)
+    bad = [k for k in held_out if not 0 <= int(k) < folds]
+    if bad:
+        raise ValueError(f"data.held_out={list(held_out)}: folds are 0..{folds - 1}")
+    kept = [r for r in rows if fo[key(r)] not in set(int(k) for k in held_out)]
+    groups = sorted({key(r) for r in kept})
+    n_val = min(len(groups) - 1, max(1, round(val_fraction * len(groups)))) if len(groups) > 1 and val_fraction else 0
+    rng = np.random.default_rng(seed + 1)
+    val_groups = set(np.array(groups, dtype=object)[rng.permutation(len(groups))[:n_val]].tolist()) if n_val else set()
+    return [r for r in kept if key(r) not in val_groups], [r for r in kept if key(r) in val_groups]
+
+
+def build_content_aligner(cfg: DictConfig) -> TaskParts:
+    from qe.content import Matcher, mine
+    from qe.gruen.data import TextClassificationDataModule
+
+    d = cfg.data
+    rows = read_rows(str(d.source), cfg.paths.data_dir)
+    held_out = [int(k) for k in (d.get("held_out") or [])]
+    train_rows, val_rows = split_rows(rows, int(d.folds), int(d.fold_seed), held_out, float(d.val_fraction))
+    if not train_rows:
+        raise ValueError(f"content_aligner: no training rows left (source {d.source}, held_out {held_out})")
+    lexicon = mine([(r["mr"], r["ref"]) for r in train_rows], source="aligner-train", min_count=int(d.min_count))
+    matcher = Matcher(lexicon)
+    inventory = Inventory.from_rows(train_rows)
+    kw = dict(synthetic=bool(d.synthetic), real_errors=bool(d.real_errors), slot_queries=bool(d.slot_queries),
+              p_entity=float(d.p_entity))
+    train = make_examples(train_rows, matcher, inventory, np.random.default_rng(int(cfg.seed)), **kw)
+    val = make_examples(val_rows, matcher, inventory, np.random.default_rng(int(cfg.seed) + 1), **kw)
+    rng = np.random.default_rng(int(cfg.seed) + 2)
+    if d.get("max_train") and len(train) > int(d.max_train):
+        train = [train[i] for i in sorted(rng.choice(len(train), int(d.max_train), replace=False))]
+    if d.get("max_val") and len(val) > int(d.max_val):
+        val = [val[i] for i in sorted(rng.choice(len(val), int(d.max_val), replace=False))]
+    if not val:  # a tiny source: validate on the training pairs rather than on nothing
+        val = train[: max(1, len(train) // 5)]
+    tok = _tokenizer(cfg.model.encoder)
+    dm = TextClassificationDataModule(tok, ([e.pair for e in train], [e.label for e in train]),
+                                      {"val": ([e.pair for e in val], [e.label for e in val])},
+                                      batch_size=int(d.batch_size), max_length=int(d.max_length),
+                                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
+    counts: dict[str, int] = {}
+    for e in train:
+        k = f"{e.kind}_{LABELS[e.label]}"
+        counts[k] = counts.get(k, 0) + 1
+    dm.data_info = {"name": "e2e-dev-cleaned" if str(d.source) == "e2e" else Path(str(d.source)).name,
+                    "rows": len(rows), "train_rows": len(train_rows), "val_rows": len(val_rows),
+                    "train_pairs": len(train), "val_pairs": len(val), "folds": int(d.folds),
+                    "fold_seed": int(d.fold_seed), "held_out": held_out,
+                    **{f"pairs_{k}": v for k, v in sorted(counts.items())}}
+    dm.aligner_info = {"inventory": inventory, "matcher": matcher, "val_rows": val_rows}
+    log.info("content_aligner: %d training rows -> %d pairs %s; %d validation rows -> %d pairs", len(train_rows),
+             len(train), counts, len(val_rows), len(val))
+    module = instantiate_model(cfg.model, num_labels=len(LABELS), val_names=["val"])
+    return TaskParts(module=module, datamodule=dm, demo=_demo)
+
+
+def _demo(path, cfg) -> None:
+    from qe.content.scorer import CoverageScorer
+
+    mr = "name[The Eagle], priceRange[cheap], familyFriendly[yes], customer rating[5 out of 5]"
+    text = "The Eagle is not pricey, welcomes kids and its guests love it."
+    for v in CoverageScorer(aligner=str(path)).details([text], mrs=[mr])[0]["verdicts"]:
+        print(f"{v['engine']:8s} {v['slot']}={v.get('value')}: {v['status']}"
+              + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
+
+
+__all__ = ["ContentAlignerModule", "build_content_aligner", "choose_threshold", "read_rows", "split_rows", "THRESHOLDS"]
