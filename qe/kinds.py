@@ -40,6 +40,7 @@ EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
     "gruen": "qe.gruen.scorer:gruen_from_export",
     "svr": "qe.refmetrics.svr:from_export",
     "ensemble": "qe.ensemble.scorer:from_export",
+    "combiner": "qe.ensemble.combiner:from_export",
 }
 
 
@@ -57,6 +58,7 @@ EXPORT_FILES: dict[str, dict[str, str]] = {
     "gruen": {"readme": "README.txt"},
     "svr": {"weights": "svr.safetensors"},
     "ensemble": {"spec": "ensemble.json"},
+    "combiner": {"spec": "combiner.json", "weights": "combiner.safetensors"},
 }
 
 

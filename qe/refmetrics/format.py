@@ -17,19 +17,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from qe.core.export import export_checksum, export_writer, read_manifest, verify_checksum
+# the kernels exported without pickle, and a fitted SVR's parameters: shared with the combiner (qe.core.svr)
+from qe.core.svr import KERNELS, svr_params  # noqa: F401  (re-exported)
 from qe.registry import EXPORT_FILES
 
 EXPORT_KIND = "svr"
 WEIGHTS = EXPORT_FILES[EXPORT_KIND]["weights"]
-#: kernels whose decision function :func:`qe.refmetrics.svr.decision_function` recomputes
-KERNELS = ("rbf", "linear", "poly", "sigmoid")
-
-
-def svr_params(model) -> dict[str, Any]:
-    """The fitted ``SVR``'s kernel parameters, gamma resolved to a number (``"scale"`` / ``"auto"`` -> value)."""
-    gamma = float(getattr(model, "_gamma", model.gamma if isinstance(model.gamma, (int, float)) else 0.0))
-    return {"kernel": model.kernel, "gamma": gamma, "coef0": float(model.coef0), "degree": int(model.degree),
-            "C": float(model.C), "epsilon": float(model.epsilon)}
 
 
 def save(dest: str | Path, model, features: Sequence[str], mean: np.ndarray, scale: np.ndarray,

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from qe.core.scorer import Scorer
+from qe.core.svr import decision_function  # noqa: F401  (re-exported: qe.refmetrics.svr.decision_function)
 from qe.core.export import read_manifest
 from qe.refmetrics import format as fmt
 from qe.refmetrics.format import EXPORT_KIND, WEIGHTS  # noqa: F401  (re-exported: the kind's names)
@@ -83,35 +84,6 @@ def kann_mse(x, y) -> float:
 # --------------------------------------------------------------------------------------------------------------
 # the model without pickle
 # --------------------------------------------------------------------------------------------------------------
-def decision_function(X: np.ndarray, sv: np.ndarray, dual: np.ndarray, intercept: float, kernel: str,
-                      gamma: float, coef0: float, degree: int) -> np.ndarray:
-    """libsvm's prediction: sum_i dual_i * K(sv_i, x) accumulated in support-vector order, + intercept (= -rho)."""
-    X = np.asarray(X, dtype=np.float64)
-    total = np.zeros(len(X), dtype=np.float64)
-    for i in range(sv.shape[0]):
-        s = sv[i]
-        if kernel == "rbf":
-            acc = np.zeros(len(X))
-            for j in range(X.shape[1]):
-                d = X[:, j] - s[j]
-                acc = acc + d * d
-            k = np.exp(-gamma * acc)
-        else:
-            dot = np.zeros(len(X))
-            for j in range(X.shape[1]):
-                dot = dot + X[:, j] * s[j]
-            if kernel == "linear":
-                k = dot
-            elif kernel == "poly":
-                k = (gamma * dot + coef0) ** degree
-            elif kernel == "sigmoid":
-                k = np.tanh(gamma * dot + coef0)
-            else:
-                raise ValueError(f"kernel {kernel!r} is not supported without pickle (precomputed kernels)")
-        total = total + dual[i] * k
-    return total + intercept
-
-
 class SVRScorer(Scorer):
     """Scores outputs with an exported SVR: features -> standardise -> libsvm decision function."""
 

@@ -101,6 +101,7 @@ TINY = {
     "cola": HF_TINY, "mlm": HF_TINY, "sop": HF_TINY,
     "gruen_tune": ["gruen.dataset=sample", "gruen.max_records=20", "gruen.progress=false", "gruen.device=cpu"],
     "ensemble": [],  # members: two tiny LM exports (_tiny_overrides)
+    "combiner": ["task.progress=false"],  # the embedded sample (two domains), length + coverage
     # hand-written (MR, text) pairs instead of the E2E data; steps, not epochs
     "content_aligner": HF_TINY + [f"data.source={REPO / 'tests/content/aligner_pairs.csv'}", "trainer.max_steps=2",
                                   "trainer.check_val_every_n_epoch=1"],

@@ -1,0 +1,113 @@
+"""``task=combiner``: fit a learned combiner of scorers on rated records and say how it transfers across domains.
+
+    qe train task=combiner task.dataset=emnlp17 task.rating=quality \\
+        'task.features=[length,{scorer: coverage, component: coverage, options: {lexicon: sf}},slor-word-domain:slor]' \\
+        export_dir=exports/combiner_emnlp17
+
+Steps: load the records (``task.dataset``; those with the rating and, when a feature needs them, MRs/references),
+compute every feature once (:class:`qe.ensemble.combiner.FeatureSet`), then
+
+1. **leave one domain out** (``task.domain_key``, default ``dataset``: EMNLP17's BAGEL / SFHOT / SFRES): for each
+   domain, fit on the others and correlate the predictions with that domain's ratings; beside it, every feature
+   alone. This is the figure to quote for a new domain (nothing of the held-out domain's ratings is used);
+2. the final fit on every record, written as a ``combiner`` export (:mod:`qe.ensemble.combiner`) whose metrics hold
+   the leave-one-domain-out figures.
+
+Only hyperparameters chosen inside the training rows are used (ridge's penalty by leave-one-out on them), so the
+held-out domain's figure is not tuned on it. Outputs: ``combiner_report.json`` and ``combiner_report.md`` in the run
+directory, the metrics through the configured loggers (``lodo/<domain>/pearson`` ..., ``lodo/mean/pearson``).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qe.core.config import to_dict
+from qe.core.jsonio import dumps
+from qe.ensemble import combiner as cb
+
+log = logging.getLogger(__name__)
+
+
+def _records(t, data_dir):
+    from qe.data.datasets import load_dataset
+
+    return load_dataset(t.dataset, data_dir=data_dir, **to_dict(t.get("dataset_options")))
+
+
+def run(cfg) -> dict[str, Any]:
+    """Hydra runner (``cfg.task.runner``)."""
+    from qe.training import log_metrics, plain_config
+
+    t = cfg.task
+    rating = str(t.rating)
+    feats = cb.parse_features(to_dict(t.features) if not isinstance(t.features, str) else [t.features])
+    fs = cb.FeatureSet(feats, device=t.get("device"))
+    records = _records(t, cfg.paths.get("data_dir"))
+    keep = [r for r in records if math.isfinite(float(r.ratings.get(rating, math.nan)))
+            and (not fs.requires_mrs or (r.mr or "").strip())
+            and (not fs.requires_refs or any(x.strip() for x in r.refs))]
+    if len(keep) < 10:
+        raise ValueError(f"task=combiner: only {len(keep)} records of {t.dataset} have a {rating!r} rating"
+                         f"{' and an MR' if fs.requires_mrs else ''}{' and references' if fs.requires_refs else ''}")
+    log.info("combiner: %d of %d records usable; features %s", len(keep), len(records), ", ".join(fs.columns))
+    X = fs.matrix([r.output for r in keep], [r.mr for r in keep] if fs.requires_mrs else None,
+                  [r.refs for r in keep] if fs.requires_refs else None, progress=bool(t.get("progress", True)))
+    y = np.array([float(r.ratings[rating]) for r in keep])
+    finite = np.isfinite(X).all(axis=1)
+    if not finite.all():
+        log.warning("combiner: %d records with a NaN feature (e.g. an empty output's LM score) left out of fitting "
+                    "and of the correlations", int((~finite).sum()))
+        keep = [r for r, ok in zip(keep, finite) if ok]
+        X, y = X[finite], y[finite]
+    model = to_dict(t.get("model")) or {"type": "ridge"}
+    metrics: dict[str, Any] = {}
+    report: dict[str, Any] = {"dataset": str(t.dataset), "rating": rating, "records": len(y),
+                              "features": [f.to_dict() for f in feats], "model": model}
+    key = t.get("domain_key")
+    if key:
+        domains = [str(getattr(r, key, None) if hasattr(r, key) else r.extra.get(key)) for r in keep]
+        if len(set(domains)) >= 2:
+            lodo = cb.leave_one_domain_out(X, y, domains, fs.columns, model)
+            report["lodo"] = lodo
+            for d, row in lodo["domains"].items():
+                metrics[f"lodo/{d}/pearson"] = row["combiner"]["pearson"]
+                metrics[f"lodo/{d}/spearman"] = row["combiner"]["spearman"]
+            metrics["lodo/mean/pearson"] = lodo["mean"]["combiner"]["pearson"]
+            metrics["lodo/mean/spearman"] = lodo["mean"]["combiner"]["spearman"]
+            table = cb.format_lodo(lodo, f"Leave one {key} out: {t.dataset}, {rating} ({len(y)} records)")
+            print("\n" + table)
+            report["lodo_table"] = table
+        else:
+            log.warning("combiner: %s has one value (%s) - no leave-one-domain-out figure", key, domains[0])
+    fitted = cb.fit(X, y, model)
+    pred = fitted.predict(X)
+    r_all, rho_all = cb._corr(pred, y)
+    metrics["train/pearson"], metrics["train/spearman"] = r_all, rho_all
+    report["final"] = {"params": fitted.params, "weights": fitted.weights(fs.columns), "train_pearson": r_all,
+                       "train_spearman": rho_all}
+    if fitted.weights(fs.columns):
+        print("\nweights of the standardised features (final fit on all records): "
+              + ", ".join(f"{c} {w:+.3f}" for c, w in fitted.weights(fs.columns).items()))
+    log_metrics(cfg, metrics)
+    out_dir = Path(cfg.paths.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "combiner_report.json").write_text(dumps(report, indent=2) + "\n", encoding="utf-8")
+    if "lodo_table" in report:
+        (out_dir / "combiner_report.md").write_text(report["lodo_table"] + "\n", encoding="utf-8")
+    if cfg.get("export"):
+        data = {"name": str(t.dataset), "rating": rating, "records": len(y),
+                "ids_sha256": hashlib.sha256("\n".join(r.id for r in keep).encode()).hexdigest()}
+        path = cb.save(Path(cfg.export_dir).expanduser(), fitted, feats, provenance=fs.provenance(), rating=rating,
+                       config=plain_config(cfg), data=data, metrics=metrics)
+        metrics["export_path"] = str(path)
+        print(f"\nexport written to: {path}")
+    return metrics
+
+
+__all__ = ["run"]
