@@ -1,4 +1,13 @@
-"""Sentence corpora -> padded ``<s> w1 .. wn`` / ``w1 .. wn </s>`` batches, bucketed by length."""
+"""Sentence corpora -> padded ``<s> w1 .. wn`` / ``w1 .. wn </s>`` batches, bucketed by length.
+
+Two ways to size a training batch (:class:`BucketBatchSampler`):
+
+* ``batch_size`` sentences (the default, what every CPU recipe uses);
+* ``max_tokens``: at most that many *padded* tokens per batch (rows x (longest sentence + 1)), so a batch of short
+  sentences holds more of them than one of long sentences and every batch costs about the same memory and time. This
+  is how ``trainer=gpu`` fills a GPU (``lm_gpu.max_tokens``, :func:`qe.lm.task.build`); the number of sentences per
+  batch then varies, and :meth:`LMDataModule.train_batch_stats` says how many there are on average.
+"""
 from __future__ import annotations
 
 import logging
@@ -43,23 +52,38 @@ def encode_corpus(tokenizer: Tokenizer, sentences: Sequence[str], max_length: in
 class BucketBatchSampler(Sampler[list[int]]):
     """Batches of similar-length sentences: shuffle, cut into buckets of ``bucket_batches`` batches, sort each
     bucket by length, batch, shuffle the batches. Shards batches across DDP ranks itself (every rank gets the same
-    number of batches). Deterministic for a given seed and epoch."""
+    number of batches). Deterministic for a given seed and epoch.
+
+    ``max_tokens`` (default None: ``batch_size`` sentences per batch) makes the batches token budgets instead: a
+    bucket holds about ``bucket_batches * max_tokens`` tokens, and each batch as many of the bucket's sentences (longest
+    first) as fit in ``max_tokens`` padded tokens, ``rows x (longest length + 1)`` (the ``<s>`` / ``</s>`` position);
+    a sentence longer than the budget is a batch of its own. ``batch_size`` is not used then.
+    """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, bucket_batches: int = 50, shuffle: bool = True,
-                 seed: int = 0, num_replicas: int = 1, rank: int = 0):
+                 seed: int = 0, num_replicas: int = 1, rank: int = 0, max_tokens: int | None = None):
         self.lengths = np.asarray(lengths)
         self.batch_size = batch_size
         self.bucket = max(1, bucket_batches) * batch_size
+        self.bucket_batches = max(1, bucket_batches)
+        self.max_tokens = int(max_tokens) if max_tokens else None
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens={max_tokens}: must be a positive number of tokens")
         self.shuffle = shuffle
         self.seed = seed
         self.num_replicas = num_replicas
         self.rank = rank
         self.epoch = 0
+        self._cache: tuple[int, list[list[int]]] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def _all_batches(self) -> list[list[int]]:
+        if self.max_tokens is not None:
+            if self._cache is None or self._cache[0] != self.epoch:  # len() and iter() of one epoch: built once
+                self._cache = (self.epoch, self._token_batches())
+            return self._cache[1]
         n = len(self.lengths)
         idx = np.arange(n)
         rng = np.random.default_rng(self.seed + self.epoch)
@@ -77,6 +101,33 @@ class BucketBatchSampler(Sampler[list[int]]):
             batches = [batches[i] for i in order]
         return batches
 
+    def _token_batches(self) -> list[list[int]]:
+        """The epoch's batches under the token budget (same shuffling scheme as the sentence batches)."""
+        n = len(self.lengths)
+        cost = self.lengths + 1  # padded positions a sentence needs: its tokens and <s> / </s>
+        idx = np.arange(n)
+        rng = np.random.default_rng(self.seed + self.epoch)
+        if self.shuffle:
+            rng.shuffle(idx)
+        else:
+            idx = idx[np.argsort(-self.lengths, kind="stable")]
+        # bucket boundaries: every bucket_batches * max_tokens tokens of the (shuffled) order
+        csum = np.cumsum(cost[idx])
+        bucket_tokens = self.bucket_batches * self.max_tokens
+        cuts = np.searchsorted(csum, np.arange(bucket_tokens, int(csum[-1]) if n else 0, bucket_tokens), side="right")
+        batches = []
+        for chunk in np.split(idx, cuts):
+            chunk = chunk[np.argsort(-self.lengths[chunk], kind="stable")]
+            s = 0
+            while s < len(chunk):
+                k = max(1, self.max_tokens // int(cost[chunk[s]]))  # the first row is the batch's longest
+                batches.append(chunk[s : s + k].tolist())
+                s += k
+        if self.shuffle:
+            order = rng.permutation(len(batches))
+            batches = [batches[i] for i in order]
+        return batches
+
     def __iter__(self) -> Iterator[list[int]]:
         batches = self._all_batches()
         if self.num_replicas > 1:
@@ -85,7 +136,10 @@ class BucketBatchSampler(Sampler[list[int]]):
         return iter(batches)
 
     def __len__(self) -> int:
-        n = math.ceil(len(self.lengths) / self.batch_size)  # upper bound used by progress bars
+        if self.max_tokens is not None:
+            n = len(self._all_batches())  # exact for the current epoch
+        else:
+            n = math.ceil(len(self.lengths) / self.batch_size)  # upper bound used by progress bars
         if self.num_replicas > 1:
             n = n // self.num_replicas if self.shuffle else math.ceil(n / self.num_replicas)
         return n
@@ -107,7 +161,7 @@ def collate(batch: list[np.ndarray], bos: int, eos: int, pad: int) -> dict[str, 
 class LMDataModule(pl.LightningDataModule):
     def __init__(self, tokenizer: Tokenizer, train: Sequence[str], val: Sequence[str], test: Sequence[str] = (),
                  batch_size: int = 64, bucket_batches: int = 50, max_length: int | None = 128, num_workers: int = 0,
-                 seed: int = 0, eval_batch_size: int | None = None, name: str = ""):
+                 seed: int = 0, eval_batch_size: int | None = None, name: str = "", max_tokens: int | None = None):
         super().__init__()
         self.tokenizer = tokenizer
         self.name = name
@@ -117,6 +171,8 @@ class LMDataModule(pl.LightningDataModule):
         self.bucket_batches = bucket_batches
         self.max_length = max_length
         self.num_workers = num_workers
+        #: token budget per batch (padded tokens), training and evaluation; None: ``batch_size`` sentences
+        self.max_tokens = int(max_tokens) if max_tokens else None
         self.seed = seed
         self.data: dict[str, EncodedSentences] = {}
         self.stats: dict[str, int] = {}
@@ -151,11 +207,30 @@ class LMDataModule(pl.LightningDataModule):
         if self.trainer is not None:
             world, rank = self.trainer.world_size, self.trainer.global_rank
         sampler = BucketBatchSampler([len(x) for x in ds.ids], batch_size, self.bucket_batches, shuffle,
-                                     self.seed, world, rank)
+                                     self.seed, world, rank, max_tokens=self.max_tokens)
         tok = self.tokenizer
         return DataLoader(ds, batch_sampler=sampler, num_workers=self.num_workers,
                           collate_fn=_Collate(tok.bos_id, tok.eos_id, tok.pad_id),
-                          persistent_workers=self.num_workers > 0, pin_memory=torch.cuda.is_available())
+                          persistent_workers=self.num_workers > 0, pin_memory=self._pin_memory())
+
+    def _pin_memory(self) -> bool:
+        """Page-locked batches when the training runs on a CUDA device (faster, asynchronous host-to-device copies)."""
+        if self.trainer is not None:
+            return self.trainer.strategy.root_device.type == "cuda"
+        return torch.cuda.is_available()
+
+    def train_batch_stats(self) -> dict[str, float]:
+        """The training batches of one epoch on one device: how many, and the mean sentences, target tokens and
+        padded tokens per batch (what the learning-rate rule of ``trainer=gpu`` reads). Sets the data up."""
+        self.setup("fit")
+        lengths = np.asarray([len(x) for x in self.data["train"].ids])
+        sampler = BucketBatchSampler(lengths, self.batch_size, self.bucket_batches, True, self.seed,
+                                     max_tokens=self.max_tokens)
+        batches = list(sampler)
+        nb = max(1, len(batches))
+        padded = sum(len(b) * (int(lengths[b].max()) + 1) for b in batches if b)
+        return {"batches": len(batches), "sentences_per_batch": len(lengths) / nb,
+                "tokens_per_batch": float((lengths + 1).sum()) / nb, "padded_tokens_per_batch": padded / nb}
 
     def train_dataloader(self):
         return self._loader("train", True, self.batch_size)

@@ -3,7 +3,9 @@
 * :class:`LanguageModelModule` — the LightningModule around :class:`~qe.lm.model.LSTMLM` (Adam, token-level
   cross-entropy, perplexity); built from ``conf/model/lstm_lm*.yaml`` (``_target_`` + ``_partial_``: the task
   supplies ``vocab_size`` and ``pad_id`` from the tokenizer); writes the ``slor`` export through :mod:`qe.lm.format`;
-* :func:`build` — tokenizer, data and module from the config (``task.builder``);
+* :func:`build` — tokenizer, data and module from the config (``task.builder``); under ``trainer=gpu`` (the config's
+  ``lm_gpu`` node) token-budget batches, loader workers and a learning rate scaled for the larger batch
+  (:func:`gpu_batching`, :func:`scaled_lr`);
 * :class:`TokenThroughput` — training tokens/s; :func:`demo` — prints a few scores after the run.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -189,6 +192,70 @@ def _source_name(s) -> str:
     return s.get("name", "?") + (f"-{s['split']}" if s.get("split") else "") + (f":{s['path']}" if s.get("path") else "")
 
 
+def scaled_lr(lr: float, batch: float, ref: float, rule: str = "sqrt", max_scale: float = 4.0) -> tuple[float, float]:
+    """The learning rate for ``batch`` sentences per optimizer step when ``lr`` was chosen for ``ref``; returns
+    ``(lr, factor)``.
+
+    ``sqrt``: ``lr * sqrt(batch / ref)``, the square-root rule for Adam (the noise of a gradient mean falls with the
+    square root of the batch, and Adam's update is normalised by the gradient's scale, so the rate that keeps the
+    update noise of the smaller batch grows with the square root, not linearly: Malladi et al. 2022, "On the SDEs and
+    scaling rules for adaptive gradient algorithms"). ``linear``: ``lr * batch / ref`` (the SGD rule). ``none``:
+    unchanged. The factor is capped at ``max_scale`` (an LSTM with Adam diverges well before the rule stops holding;
+    4 = the sqrt rule up to 16 x the reference batch); batches smaller than ``ref`` scale down the same way.
+    """
+    if rule in (None, "none") or batch <= 0 or ref <= 0:
+        return float(lr), 1.0
+    if rule == "sqrt":
+        f = math.sqrt(batch / ref)
+    elif rule == "linear":
+        f = batch / ref
+    else:
+        raise ValueError(f"lm_gpu.lr_scaling={rule!r}: choose sqrt, linear or none")
+    f = min(f, float(max_scale))
+    return float(lr) * f, f
+
+
+def _step_replicas(tcfg) -> int:
+    """Batches that make one optimizer step: devices x nodes x gradient accumulation (``devices: auto`` / -1 on
+    a CUDA machine: every visible GPU)."""
+    dev = tcfg.get("devices", 1)
+    if isinstance(dev, str) and dev.strip().isdigit():
+        dev = int(dev)
+    if isinstance(dev, int) and dev > 0:
+        n = dev
+    elif dev is not None and not isinstance(dev, (int, str)):  # a list of device ids
+        n = len(list(dev))
+    else:
+        n = torch.cuda.device_count() if str(tcfg.get("accelerator", "auto")) in ("auto", "gpu", "cuda") else 1
+    return max(1, n) * int(tcfg.get("num_nodes", 1) or 1) * int(tcfg.get("accumulate_grad_batches", 1) or 1)
+
+
+def gpu_batching(cfg: DictConfig, dm: LMDataModule, base_lr: float) -> tuple[float, dict[str, Any]]:
+    """``lm_gpu`` (set by ``trainer=gpu``): the learning rate for the token-budget batches of ``dm`` and a record
+    of the rule (logged, and stored in the export's training config through the config itself).
+
+    The reference is ``lm_gpu.lr_ref_batch`` sentences, or ``data.batch_size`` when that is null: the model's ``lr``
+    is the one chosen for the configured sentence batches (128 for the Brown / WikiText-2 / mixed data the zoo's LMs
+    use). The batch is the mean number of sentences per optimizer step under the budget (all devices together).
+    """
+    g = cfg.lm_gpu
+    stats = dm.train_batch_stats()
+    replicas = _step_replicas(cfg.trainer)
+    step_sentences = stats["sentences_per_batch"] * replicas
+    ref = float(g.get("lr_ref_batch") or cfg.data.batch_size)
+    lr, factor = scaled_lr(base_lr, step_sentences, ref, str(g.get("lr_scaling", "sqrt")),
+                           float(g.get("lr_max_scale", 4.0)))
+    info = {"max_tokens": dm.max_tokens, "batches_per_epoch": stats["batches"],
+            "sentences_per_batch": round(stats["sentences_per_batch"], 1),
+            "padded_tokens_per_batch": round(stats["padded_tokens_per_batch"]), "replicas": replicas,
+            "ref_batch": ref, "lr_scaling": str(g.get("lr_scaling", "sqrt")), "lr_factor": round(factor, 4),
+            "base_lr": float(base_lr), "lr": lr, "num_workers": dm.num_workers}
+    log.info("lm_gpu: batches of at most %d tokens (%.0f sentences on average, %d per epoch, x%d per step); "
+             "lr %.3g -> %.3g (%s rule from %g sentences, factor %.2f)", dm.max_tokens, stats["sentences_per_batch"],
+             stats["batches"], replicas, base_lr, lr, info["lr_scaling"], ref, factor)
+    return lr, info
+
+
 def build(cfg: DictConfig) -> TaskParts:
     d = cfg.data
     train_all = load_corpus(to_dict(d.train), cfg.paths.data_dir)
@@ -199,11 +266,19 @@ def build(cfg: DictConfig) -> TaskParts:
     if not train or not val:
         raise ValueError(f"LM data: {len(train)} training and {len(val)} validation sentences; need both > 0")
     tokenizer = _cached_tokenizer(cfg, train)
+    # trainer=gpu adds the lm_gpu node: token-budget batches, loader workers, the scaled learning rate
+    # (data.max_tokens, when set, is the budget with or without it)
+    g = cfg.get("lm_gpu") or {}
+    max_tokens = d.get("max_tokens") or g.get("max_tokens")
+    workers = max(int(d.get("num_workers", 0)), int(g.get("num_workers", 0) or 0))
     dm = LMDataModule(tokenizer, train, val, test, batch_size=int(d.batch_size),
                       bucket_batches=int(d.get("bucket_batches", 50)), max_length=d.get("max_length"),
-                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed),
-                      name="+".join(_source_name(s) for s in d.train))
-    module = instantiate_model(cfg.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id)
+                      num_workers=workers, seed=int(cfg.seed), name="+".join(_source_name(s) for s in d.train),
+                      max_tokens=max_tokens)
+    supplied: dict[str, Any] = {}
+    if g and max_tokens and "lr" in cfg.model:
+        supplied["lr"], _ = gpu_batching(cfg, dm, float(cfg.model.lr))
+    module = instantiate_model(cfg.model, vocab_size=tokenizer.vocab_size, pad_id=tokenizer.pad_id, **supplied)
     if module.model.output_layer == "adaptive":
         # adaptive softmax: head = the most frequent targets of the training split (the tokenizer's ids stay)
         module.model.set_output_order(target_counts(dm))
