@@ -53,6 +53,23 @@ def shared_data_dir() -> Path | None:
 needs_data = pytest.mark.skipif(shared_data_dir() is None,
                                 reason="public data folder (../shared/data or $QE_DATA_DIR) is absent")
 
+#: the reason every ``@pytest.mark.gpu`` test gives on a machine without CUDA
+NO_CUDA = "needs a CUDA device: torch.cuda.is_available() is false on this machine (GPU tier: tests/gpu)"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` skip, with :data:`NO_CUDA` as the reason, where torch sees no CUDA device."""
+    gpu_items = [it for it in items if it.get_closest_marker("gpu") is not None]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=NO_CUDA)
+    for it in gpu_items:
+        it.add_marker(skip)
+
 
 @pytest.fixture
 def tiny_corpus() -> list[str]:
