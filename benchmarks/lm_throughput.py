@@ -2,6 +2,7 @@
 
     python benchmarks/lm_throughput.py                       # 2x512 LSTM, 16k units, GPU when present
     python benchmarks/lm_throughput.py --device cpu --train-batches 20 --score-sentences 2000
+    python benchmarks/lm_throughput.py --batch-tokens 32768 --skip-score   # trainer=gpu's token-budget batches
 
 Synthetic data with realistic shape (random ids; sentence lengths drawn like EMNLP17/Brown, mean ~16 units):
 speed does not depend on the values. Training goes through the same LanguageModelModule, bucketed
@@ -45,9 +46,12 @@ def bench_training(args) -> dict:
     from qe.lm.task import LanguageModelModule, TokenThroughput
 
     rng = np.random.default_rng(0)
-    lens = synthetic_lengths(args.train_batches * args.batch_size + args.batch_size, 1)
+    # --batch-tokens: enough sentences for train_batches budgets (mean length ~16 + 1)
+    per_batch = args.batch_tokens // 17 + 1 if args.batch_tokens else args.batch_size
+    lens = synthetic_lengths(args.train_batches * per_batch + per_batch, 1)
     ids = [rng.integers(4, args.vocab, size=L) for L in lens]
-    dm = LMDataModule(_SynthTok(args.vocab), [], [], batch_size=args.batch_size, num_workers=args.workers)
+    dm = LMDataModule(_SynthTok(args.vocab), [], [], batch_size=args.batch_size, num_workers=args.workers,
+                      max_tokens=args.batch_tokens)
     dm.data = {"train": EncodedSentences(ids), "val": EncodedSentences(ids[: args.batch_size]),
                "test": EncodedSentences([])}
     module = LanguageModelModule(vocab_size=args.vocab, pad_id=0, embedding_dim=args.hidden, hidden_size=args.hidden,
@@ -70,7 +74,9 @@ def bench_training(args) -> dict:
                          use_distributed_sampler=False, enable_model_summary=False)
     trainer.fit(module, datamodule=dm)
     return {"train_tokens_per_sec": round(tp.last_tokens_per_sec), "warmup_tokens_per_sec": round(warm),
-            "batch_size": args.batch_size, "precision": args.precision if gpu else "32-true"}
+            "batch_size": None if args.batch_tokens else args.batch_size, "batch_tokens": args.batch_tokens,
+            "train_sentences_per_batch": round(len(ids) / max(1, len(dm.train_dataloader())), 1),
+            "precision": args.precision if gpu else "32-true"}
 
 
 def bench_scoring(args) -> dict:
@@ -110,6 +116,8 @@ def main():
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--batch-tokens", type=int, default=None,
+                   help="token-budget training batches of at most this many padded tokens (instead of --batch-size)")
     p.add_argument("--train-batches", type=int, default=200)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--precision", default="bf16-mixed")

@@ -1,6 +1,7 @@
 """Training speed of RatPred's cross-encoder on the real training instances of the zoo recipe ratpred-webnlg-cross.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/ratpred_cross_speed.py [--steps 20] [--precision 32-true]
+        [--device cpu|cuda] [--json OUT]
 
 Builds what the recipe's run builds (EMNLP17 transfer split, synthetic instances from EMNLP17 outputs and references
 and the WebNLG train references; the WebNLG ratings are never read), tokenises every (MR, output) pair as training
@@ -10,7 +11,8 @@ optimizer steps (forward + backward + Adam, after two untimed steps) of the reci
 extrapolates the recipe's CPU schedule: stage-1 steps + stage-2 steps at the measured seconds per step, dev
 scoring after every pass, data building and tokenisation. Wall and process CPU seconds are both reported (the
 machine is shared: CPU seconds are the stabler figure). ``--precision bf16-mixed`` times the steps under bfloat16
-autocast.
+autocast. ``--device cuda`` times the same steps on the GPU (the projection then is the recipe's schedule at GPU
+speed; the data building and tokenisation stay CPU work); ``--json`` also writes every printed record to a file.
 """
 from __future__ import annotations
 
@@ -32,8 +34,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", default="32-true", choices=["32-true", "bf16-mixed"])
     ap.add_argument("--recipe", default="ratpred-webnlg-cross")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--json", default=None, help="also write the results to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
+    out: dict = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__}
+
+    def emit(d: dict) -> None:
+        out.update(d)
+        print(json.dumps(d), flush=True)
 
     from hydra import compose, initialize_config_dir
 
@@ -46,7 +56,7 @@ def main() -> None:
     from qe.ratpred.model import Vocab
     from qe.zoo import build as zoo
 
-    recipe = zoo.RECIPES[args.recipe]
+    recipe = zoo.get_recipe(args.recipe)
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=zoo.recipe_overrides(recipe, Path("/tmp")))
     proto = to_dict(cfg.protocol)
@@ -61,8 +71,8 @@ def main() -> None:
         penalties=proto.get("error_penalties") or None)
     t_data = time.perf_counter() - t0
     dev_i = real_instances(dev, str(cfg.data.target))
-    print(json.dumps({"instances": counts["total"], "original": counts["original"], "dev": len(dev_i),
-                      "data_seconds": round(t_data, 1)}), flush=True)
+    emit({"instances": counts["total"], "original": counts["original"], "dev": len(dev_i),
+          "data_seconds": round(t_data, 1)})
 
     vocab = Vocab([])
     module = build_module(cfg.model, vocab, [i.rating for i in orig], proto)
@@ -72,27 +82,37 @@ def main() -> None:
     loader = make_loader(orig + extra, vocab, delex, int(cfg.model.batch_size), True, seed=1, sent=pairs_tok)
     t_tok = time.perf_counter() - t0
     lengths = np.array([len(p[0]) for p in loader.dataset.columns[3]])
-    print(json.dumps({"tokenise_seconds": round(t_tok, 1), "pair_pieces": {
+    emit({"tokenise_seconds": round(t_tok, 1), "pair_pieces": {
         "mean": round(float(lengths.mean()), 1), "p50": int(np.percentile(lengths, 50)),
         "p95": int(np.percentile(lengths, 95)), "max": int(lengths.max()),
-        "truncated": int(pairs_tok.truncated)}}), flush=True)
+        "truncated": int(pairs_tok.truncated)}})
     assert isinstance(loader.batch_sampler, LengthBucketSampler)
 
     opt_conf = module.configure_optimizers()
     opt = opt_conf["optimizer"] if isinstance(opt_conf, dict) else opt_conf
-    module.train()
+    module.to(dev).train()
     bf16 = args.precision == "bf16-mixed"
+
+    def on_dev(batch):
+        return {k: v.to(dev, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
     it = iter(loader)
     times, cpus, sizes = [], [], []
     for k in range(args.steps + 2):
-        batch = next(it)
+        batch = on_dev(next(it))
+        sync()
         t, c = time.perf_counter(), time.process_time()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
             pred = module(batch)
         loss = torch.nn.functional.mse_loss(pred.float(), batch["y"])
         opt.zero_grad()
         loss.backward()
         opt.step()
+        sync()
         if k >= 2:
             times.append(time.perf_counter() - t)
             cpus.append(time.process_time() - c)
@@ -104,7 +124,8 @@ def main() -> None:
     t, c = time.perf_counter(), time.process_time()
     with torch.no_grad():
         for b in dev_loader:
-            module(b)
+            module(on_dev(b))
+    sync()
     t_dev, c_dev = time.perf_counter() - t, time.process_time() - c
 
     # the recipe's schedule: stage 1 = passes_synth passes of limit_train_batches steps (each followed by a dev pass);
@@ -118,14 +139,15 @@ def main() -> None:
     orig_len = float(np.mean(lengths[:len(orig)]))
     total_wall = (steps1 + steps2 * orig_len / lengths.mean()) * s_step + evals * t_dev + t_data + t_tok
     total_cpu = (steps1 + steps2 * orig_len / lengths.mean()) * c_step + evals * c_dev + t_data + t_tok
-    print(json.dumps({"steps_timed": args.steps, "batch_size": bs, "precision": args.precision,
-                      "seconds_per_step": round(s_step, 3), "cpu_seconds_per_step": round(c_step, 3),
-                      "mean_padded_pieces_per_batch": round(float(np.mean(sizes)), 1),
-                      "dev_pass_seconds": round(t_dev, 1), "dev_pass_cpu_seconds": round(c_dev, 1),
-                      "stage1_steps": steps1, "stage2_steps": steps2, "dev_passes": evals,
-                      "projected_build_seconds_wall": round(total_wall), "projected_build_seconds_cpu": round(total_cpu)}),
-          flush=True)
+    emit({"steps_timed": args.steps, "batch_size": bs, "precision": args.precision,
+          "seconds_per_step": round(s_step, 3), "cpu_seconds_per_step": round(c_step, 3),
+          "mean_padded_pieces_per_batch": round(float(np.mean(sizes)), 1),
+          "dev_pass_seconds": round(t_dev, 1), "dev_pass_cpu_seconds": round(c_dev, 1),
+          "stage1_steps": steps1, "stage2_steps": steps2, "dev_passes": evals,
+          "projected_build_seconds_wall": round(total_wall), "projected_build_seconds_cpu": round(total_cpu)})
     print(f"threads={args.threads} torch={torch.__version__} cpu={platform.processor() or platform.machine()}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """RatPred training speed for one cross-validation fold (setup S1 and the S4 synthetic stage).
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/ratpred_speed.py [--batch-sizes 20 50] [--epochs 1]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/ratpred_speed.py [--batch-sizes 20 50] [--epochs 1] [--json OUT]
 
 Measures, on fold 0 of the EMNLP17 data, the wall time of Lightning training epochs (forward + backward +
 Adam, dev evaluation included) for the paper's network (embedding 300, GRU 300, 2 tanh layers), and reports
@@ -14,6 +14,7 @@ import argparse
 import json
 import platform
 import time
+from pathlib import Path
 
 import torch
 
@@ -29,6 +30,7 @@ def main():
     ap.add_argument("--setups", nargs="+", default=["S1", "S4"])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--dim", type=int, default=300, help="embedding = GRU size (paper: 300)")
+    ap.add_argument("--json", default=None, help="also write the rows and the machine to this file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     recs = load_dataset("emnlp17_refs")
@@ -57,6 +59,10 @@ def main():
                          "paper_protocol_one_fold_hours": round(proj / 3600, 2)})
             print(json.dumps(rows[-1]), flush=True)
     print(f"device={device} torch={torch.__version__} threads={args.threads} cpu={platform.processor() or platform.machine()}")
+    if args.json:
+        dev_name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu"
+        Path(args.json).write_text(json.dumps({"device": dev_name, "torch": torch.__version__, "threads": args.threads,
+                                               "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
