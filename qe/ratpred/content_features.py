@@ -30,6 +30,9 @@ The matcher's lexicon (``model.content_lexicon``: ``sf`` - mined from the SF Hot
 once per process and written into the export (:data:`LEXICON_FILE`), so the scorer needs no data directory and uses
 the very lexicon the model was trained with (the manifest records its checksum). The ``sf`` lexicon reads references
 only, never ratings - the S6 synthetic data already trains on every SF/BAGEL reference.
+
+The matcher comes through the registry (``qe.registry.load("coverage", lexicon=...)``: the ``coverage`` scorer's
+own matcher and lexicon resolution), not by importing :mod:`qe.content`: one family does not import another.
 """
 from __future__ import annotations
 
@@ -41,8 +44,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from qe.content.align import Matcher
-from qe.content.lexicon import Lexicon
 from qe.ratpred.mr import DELEX_SLOTS
 
 #: the vector's entries, in order (the manifest stores them: a model trained on another list is refused)
@@ -64,9 +65,22 @@ def stand_ins(output: str) -> tuple[str, int]:
     return (" ".join(keep) if len(keep) != len(words) else output), len(words) - len(keep)
 
 
-def content_vector(matcher: Matcher, mr: str, output: str, where: str = "<mr>") -> np.ndarray:
-    """The :data:`FEATURE_NAMES` vector (float32) of one lexical (MR, output) pair: one function for training and
-    scoring."""
+def coverage_matcher(lexicon: Any = None, data_dir: str | None = None):
+    """The content matcher (:class:`qe.content.Matcher`) of the ``coverage`` scorer for ``lexicon`` (a lexicon object,
+    a lexicon name such as ``sf``, a lexicon JSON file, or None / ``none`` for the rules alone)."""
+    from qe.registry import load
+
+    opts = {"data_dir": data_dir} if data_dir is not None else {}
+    return load("coverage", lexicon=lexicon, **opts).matcher
+
+
+def _is_rules(name: Any) -> bool:
+    return name is None or (isinstance(name, str) and name.lower() in ("none", "rules", ""))
+
+
+def content_vector(matcher: Any, mr: str, output: str, where: str = "<mr>") -> np.ndarray:
+    """The :data:`FEATURE_NAMES` vector (float32) of one lexical (MR, output) pair with a content matcher
+    (:func:`coverage_matcher`): one function for training and scoring."""
     text, n_stand_ins = stand_ins(output)
     c = matcher.align(mr, text, where=where).counts()
     total = c["facts"] + c["unchecked"]
@@ -78,26 +92,24 @@ class ContentFeatures:
     """The content vectors of (MR, output) pairs for one lexicon, cached per distinct pair (an instance shared by the
     two training stages, the dev part and the test part is aligned once per process).
 
-    ``lexicon``: a :class:`~qe.content.lexicon.Lexicon` (None: the matcher's rules alone); ``name`` is what the
+    ``lexicon``: a :class:`qe.content.Lexicon` (None: the matcher's rules alone); ``name`` is what the
     configuration called it (``sf``, ``none``, a path); ``cache``: keep each pair's vector (training: the same pairs
     come back in every stage); a scorer computes each batch's vectors once and keeps nothing (bounded memory)."""
 
     _SHARED: dict[tuple, "ContentFeatures"] = {}
 
-    def __init__(self, lexicon: Lexicon | None = None, name: str = "none", cache: bool = True):
+    def __init__(self, lexicon: Any = None, name: str = "none", cache: bool = True):
         self.lexicon, self.name, self.cache = lexicon, str(name), bool(cache)
-        self.matcher = Matcher(lexicon)
+        self.matcher = coverage_matcher(lexicon)
         self._cache: dict[tuple[str, str], torch.Tensor] = {}
 
     @classmethod
     def shared(cls, name: str | None, data_dir: str | None = None) -> "ContentFeatures":
         """One instance per (lexicon name, data directory) and process: mining ``sf`` takes about 30 s."""
-        from qe.content.scorer import resolve_lexicon
-
         key = (str(name), None if data_dir is None else str(data_dir))
         if key not in cls._SHARED:
-            cls._SHARED[key] = cls(resolve_lexicon(None if name is None else str(name), data_dir),
-                                   "none" if name is None else str(name))
+            lexicon = None if _is_rules(name) else coverage_matcher(str(name), data_dir).lexicon
+            cls._SHARED[key] = cls(lexicon, "none" if name is None else str(name))
         return cls._SHARED[key]
 
     def __call__(self, mrs: list[str], outputs: list[str], where: list[str] | None = None) -> list[torch.Tensor]:
@@ -133,11 +145,12 @@ class ContentFeatures:
                              f"version computes {list(FEATURE_NAMES)}")
         lexicon = None
         if entry.get("lexicon_file"):
-            lexicon = Lexicon.load(Path(export_dir) / entry["lexicon_file"])
+            lexicon = coverage_matcher(str(Path(export_dir) / entry["lexicon_file"])).lexicon
             if entry.get("lexicon_sha") and lexicon.checksum != entry["lexicon_sha"]:
                 raise ValueError(f"{export_dir}: {entry['lexicon_file']} is not the lexicon the model was trained "
                                  "with (checksum differs)")
         return cls(lexicon, str(entry.get("lexicon", "none")), cache=False)
 
 
-__all__ = ["CONTENT_DIM", "FEATURE_NAMES", "HEAD_TARGETS", "LEXICON_FILE", "ContentFeatures", "content_vector", "stand_ins"]
+__all__ = ["CONTENT_DIM", "FEATURE_NAMES", "HEAD_TARGETS", "LEXICON_FILE", "ContentFeatures", "content_vector",
+           "coverage_matcher", "stand_ins"]
