@@ -26,7 +26,7 @@ cannot do (a wrong value or a dropped triple changes a few tokens of a long text
 Content features (``content_dim`` > 0; not in the paper, :mod:`qe.ratpred.content_features`): a small vector per
 (MR, output) - what the content matcher finds realised, omitted, wrong, hallucinated - is concatenated to the input of
 the first tanh layer (after the encoders' states, without dropout); ``content_dim=0`` (the default) leaves the network,
-its parameters and its initialisation as they were. ``content_head`` > 0 (the auxiliary variant): a linear layer on
+its parameters and its initialisation as they were. ``content_head_dim`` > 0 (the auxiliary variant): a linear layer on
 the encoders' states (the first tanh layer's input, before any content features) predicts that many of those
 features; ``forward`` keeps its output in ``aux`` for the training loss, the rating path is unchanged, and scoring
 needs no matcher. Its parameters (``content_out.*``) are created after every other layer, so they draw nothing
@@ -60,7 +60,7 @@ class RatPredNet(nn.Module):
                  tanh_layers: int = D["tanh_layers"], dropout: float = D["dropout"], pad_id: int = 0,
                  encoder: str = D["encoder"], sent_dim: int = 0, finetune_sentence: bool = D["finetune_sentence"],
                  sent_lead: int = 1, sent_tail: int = 1, cross_pool: str = D["cross_pool"],
-                 pair_max_len: int | None = D["pair_max_len"], content_dim: int = 0, content_head: int = 0):
+                 pair_max_len: int | None = D["pair_max_len"], content_dim: int = 0, content_head_dim: int = 0):
         super().__init__()
         if encoder not in ENCODERS:
             raise ValueError(f"encoder={encoder!r}: choose one of {', '.join(ENCODERS)}")
@@ -100,7 +100,7 @@ class RatPredNet(nn.Module):
         self.tanh = nn.ModuleList(nn.Linear(d_in if k == 0 else d, d) for k in range(tanh_layers))
         self.head = nn.Linear(d, 1)
         #: auxiliary head: how many content features it predicts from the encoders' states (0: none)
-        self.content_head = int(content_head)
+        self.content_head = int(content_head_dim)
         self.aux: torch.Tensor | None = None
         if self.content_head:
             self.content_out = nn.Linear(d_in - self.content_dim, self.content_head)

@@ -98,7 +98,7 @@ class RatPredModule(QEModule):
         self.net = RatPredNet(vocab_size, embedding_dim, hidden_size, tanh_layers, dropout, encoder=encoder,
                               sent_dim=sent_dim, finetune_sentence=finetune_sentence, sent_lead=lead, sent_tail=tail,
                               cross_pool=cross_pool, pair_max_len=pair_max_len,
-                              content_dim=content_dim, content_head=n_head)
+                              content_dim=content_dim, content_head_dim=n_head)
         if finetune_sentence:
             from qe.ratpred.sentvec import load_sentence_model
 
@@ -130,7 +130,7 @@ class RatPredModule(QEModule):
         if self.net.content_dim:
             cfg.update(content_dim=self.net.content_dim)
         if self.net.content_head:
-            cfg.update(content_head=self.net.content_head)
+            cfg.update(content_head_dim=self.net.content_head)
         return cfg
 
     def content_vectors(self):

@@ -161,7 +161,7 @@ def test_tiny_training_with_content_head_exports_and_scores_without_matcher(tmp_
     p = predict(module, vocab, dev, rounded=False)
     exp = module.export(tmp_path / "exp", vocab=vocab, config={"delex": True, "setup": "S3"})
     man = json.loads((exp / "qe_export.json").read_text())
-    assert man["config"]["model"]["content_head"] == len(HEAD_TARGETS) and "content_features" not in man["config"]
+    assert man["config"]["model"]["content_head_dim"] == len(HEAD_TARGETS) and "content_features" not in man["config"]
     scorer = qe.load(exp, rounded=False)
     assert scorer.content is None
     s = scorer.score([r.output for r in dv], mrs=[r.mr for r in dv], progress=False)
