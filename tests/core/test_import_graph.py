@@ -52,13 +52,23 @@ def area(module: str) -> str:
     return parts[1] if len(parts) > 1 else "qe"
 
 
+#: known cross-family imports, each with the reason it is tolerated and what would remove it; anything else fails.
+#: The content aligner's training task reuses GRUEN's Hugging Face sequence-classifier module and its data module
+#: (a LightningModule over an HF encoder with a classification head); the fix is a shared HF-training layer above the
+#: core (the core may not import qe.training) that both families import.
+KNOWN_CROSS_FAMILY = {
+    ("qe.content.task", "qe.gruen.task"),
+    ("qe.content.task", "qe.gruen.data"),
+}
+
+
 def violations(graph: dict[str, set[str]]) -> list[str]:
     bad = []
     for src, targets in sorted(graph.items()):
         a = area(src)
         for t in sorted(targets):
             b = area(t)
-            if a == b:
+            if a == b or (src, t) in KNOWN_CROSS_FAMILY:
                 continue
             if a in FAMILIES and b in FAMILIES:
                 bad.append(f"{src} -> {t}: a family imports another family (move the shared code to qe.core)")
