@@ -1,22 +1,28 @@
 """The learned aligner: a cross-encoder that reads what the lexicon misses ("not pricey", "kid friendly"), behind the
 matcher's interface.
 
-An ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.task`) is an HF encoder (the
+A ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.task`) is an HF encoder (the
 offline all-MiniLM-L6-v2 by default) with a 3-way head over pairs ``query [SEP] output``: the query is a fact
 (``customer rating : 5 out of 5``) or a slot alone (``price range``: does the output talk about it?), the output
 its matching tokens (:func:`qe.content.aligner_data.output_text`); the labels are ``realised`` / ``omitted`` /
-``wrong``. A fact is ``realised`` when P(realised) reaches the export's threshold (chosen when it was trained, on
-held-out training rows), else ``wrong`` or ``omitted``, whichever is more likely. The value a ``wrong`` fact is
-given instead is the slot's value (among those seen in training) the aligner finds most likely realised.
+``wrong``. A fact is ``realised`` when P(realised) reaches the threshold, else ``wrong`` or ``omitted``, whichever is
+more likely. The value a ``wrong`` fact is given instead is the slot's value (among those seen in training) the
+aligner finds most likely realised.
 
 :class:`AlignedMatcher` puts it behind :class:`~qe.content.align.Matcher`'s interface (``align(mr, output)`` ->
-:class:`~qe.content.align.Alignment`), in two modes:
+:class:`~qe.content.align.Alignment`), in three modes (:data:`MODES`):
 
-* ``combined`` (the default): the matcher's ``realised`` verdicts stay - it found the value or one of its known
-  wordings; every other fact with a value to check (the matcher's ``omitted`` and ``wrong``) is decided by the
-  aligner. Slots the MR does not hold and the matcher found nothing about are asked about too (additions:
-  ``additions=False`` keeps the matcher's alone);
-* ``aligner``: the aligner decides every fact, and additions are its own.
+* ``combined`` (the default): the matcher's verdicts stay where it found something - ``realised`` (the value or one
+  of its known wordings) and ``wrong`` (the slot's words with another value); the facts it found nothing about
+  (``omitted``) are decided by the aligner;
+* ``override``: the aligner decides the matcher's ``wrong`` facts too (when both say ``wrong``, the value the
+  matcher read is kept);
+* ``aligner``: the aligner decides every fact, and the additions are its own alone.
+
+With ``additions``, the slots the MR does not hold (and, combined, the matcher found nothing about) are asked about
+too: a slot the output talks about is added with the value the aligner finds most likely. The threshold and whether
+to ask about additions are chosen per mode when the export is written, on held-out training rows (the manifest's
+``config.thresholds`` and ``config.additions``); ``threshold=`` / ``additions=`` override them.
 
 Each verdict names its engine (``matcher`` / ``aligner``; aligner verdicts carry their probability as
 ``confidence``). Facts without value (``request(area)``), unchecked values and RDF triples keep the matcher's
@@ -44,7 +50,7 @@ from qe.core.surface import norm_slot
 KIND = "content_aligner"
 HF_SUBDIR = "hf"
 CONFIG_FILE = "aligner.json"
-MODES = ("combined", "aligner")
+MODES = ("combined", "override", "aligner")
 
 
 # ----------------------------------------------------------------------------------------------------- export
@@ -78,7 +84,8 @@ def _card(config: dict, data: dict, metrics: dict) -> str:
         "scorer.details(outputs, mrs=mrs)", "```", "",
         "```bash", "qe score -m coverage --opt lexicon=e2e --opt aligner=path/to/this/export -i out.txt --mrs mrs.txt",
         "```", "",
-        f"Threshold on P(realised): {config.get('threshold')} ({config.get('threshold_from', '')}).", "",
+        f"Thresholds on P(realised) per mode: {config.get('thresholds')}; asks about additions: "
+        f"{config.get('additions')} ({config.get('threshold_from', '')}).", "",
         f"Slots seen in training: {slots or '-'}. Other slots are asked about by their name's words, out of what it "
         "was trained on.", "",
         "## Training data", "", f"`{data.get('name', '?')}`: " + ", ".join(
@@ -124,10 +131,12 @@ class Aligner:
         self.model.to(self.device).eval()
         self.batch_size = int(batch_size)
         self.max_length = int(config.get("max_length", 64))
-        t = config.get("threshold") if threshold is None else threshold
-        self.threshold = float(0.5 if t is None else t)
-        if not 0.0 <= self.threshold <= 1.0:
-            raise ValueError(f"aligner threshold {self.threshold!r} must be in [0, 1]")
+        self.thresholds = {m: float(t) for m, t in (config.get("thresholds") or {}).items()}
+        self.additions = {m: bool(a) for m, a in (config.get("additions") or {}).items()}
+        self.threshold = None if threshold is None else float(threshold)  #: overrides every mode's
+        for t in [self.threshold, *self.thresholds.values()]:
+            if t is not None and not 0.0 <= t <= 1.0:
+                raise ValueError(f"aligner threshold {t!r} must be in [0, 1]")
         self.inventory = Inventory.from_dict(config.get("inventory", {}))
         self.name = name
         self._cache: dict[tuple[str, str], np.ndarray] = {}
@@ -160,9 +169,13 @@ class Aligner:
             return np.zeros((0, len(LABELS)))
         return np.stack([self._cache[p] for p in pairs])
 
-    def status(self, p: np.ndarray, threshold: float | None = None) -> str:
-        t = self.threshold if threshold is None else threshold
-        if p[REALISED] >= t:
+    def threshold_for(self, mode: str) -> float:
+        """The threshold on P(realised) of ``mode``: the one given, else the export's for the mode, else 0.5."""
+        return self.threshold if self.threshold is not None else self.thresholds.get(mode, 0.5)
+
+    @staticmethod
+    def status(p: np.ndarray, threshold: float) -> str:
+        if p[REALISED] >= threshold:
             return "realised"
         return "wrong" if p[WRONG] > p[OMITTED] else "omitted"
 
@@ -170,13 +183,17 @@ class Aligner:
 # ----------------------------------------------------------------------------------------------------- engine
 class AlignedMatcher:
     """The matcher and the aligner together, with :class:`~qe.content.align.Matcher`'s interface (module
-    docstring). ``align_many`` batches the aligner's questions over many outputs."""
+    docstring). ``align_many`` batches the aligner's questions over many outputs. ``threshold`` / ``additions``:
+    None takes the export's choice for ``mode``."""
 
-    def __init__(self, matcher: Matcher, aligner: Aligner, mode: str = "combined", additions: bool = True):
+    def __init__(self, matcher: Matcher, aligner: Aligner, mode: str = "combined", additions: bool | None = None,
+                 threshold: float | None = None):
         if mode not in MODES:
-            raise ValueError(f"aligner mode {mode!r}: choose {' or '.join(MODES)}")
-        self.matcher, self.aligner, self.mode, self.additions = matcher, aligner, mode, bool(additions)
-        self.name = "matcher+aligner" if mode == "combined" else "aligner"
+            raise ValueError(f"aligner mode {mode!r}: choose {', '.join(MODES)}")
+        self.matcher, self.aligner, self.mode = matcher, aligner, mode
+        self.additions = aligner.additions.get(mode, True) if additions is None else bool(additions)
+        self.threshold = aligner.threshold_for(mode) if threshold is None else float(threshold)
+        self.name = "aligner" if mode == "aligner" else f"matcher+aligner{'' if mode == 'combined' else '-' + mode}"
         self.lexicon = matcher.lexicon
 
     facts = staticmethod(Matcher.facts)
@@ -185,30 +202,33 @@ class AlignedMatcher:
         return self.align_many([mr], [output], [where])[0]
 
     def align_many(self, mrs: Sequence[str], outputs: Sequence[str], wheres: Sequence[str] | None = None,
-                   threshold: float | None = None) -> list[Alignment]:
+                   matched: Sequence[Alignment] | None = None) -> list[Alignment]:
+        """``matched``: the matcher's alignments of the same pairs, when the caller has them already."""
         wheres = list(wheres) if wheres is not None else [f"mrs[{i}]" for i in range(len(mrs))]
-        als = [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
+        als = list(matched) if matched is not None else \
+            [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
         texts = [output_text(o) for o in outputs]
         plans = [self._plan(al, mr, w) for al, mr, w in zip(als, mrs, wheres)]
-        first = [(q, texts[i]) for i, (asks, slots) in enumerate(plans) for q in
-                 [query(v.slot, v.value) for _, v in asks] + [query(s) for s in slots]]
-        self.aligner.probs(first)
-        # second round: the values of slots said wrong or added
+        self.aligner.probs([(q, texts[i]) for i, (asks, slots) in enumerate(plans) for q in
+                            [query(v.slot, v.value) for _, v in asks] + [query(s) for s in slots]])
+        # second round: the values of the facts said wrong and of the slots added
         second = []
         for i, (asks, slots) in enumerate(plans):
             for _, v in asks:
-                if self.aligner.status(self._p(v.slot, v.value, texts[i]), threshold) == "wrong":
+                if self._status(v.slot, v.value, texts[i]) == "wrong" and not (v.status == "wrong" and v.said):
                     second += [(query(v.slot, u), texts[i]) for u in self._others(v.slot, v.value)]
             for s in slots:
-                if self.aligner.status(self._p(s, None, texts[i]), threshold) == "realised":
+                if self._status(s, None, texts[i]) == "realised":
                     second += [(query(s, u), texts[i]) for u in self._others(s, None)]
         self.aligner.probs(second)
-        return [self._decide(al, asks, slots, texts[i], threshold) for i, (al, (asks, slots)) in
-                enumerate(zip(als, plans))]
+        return [self._decide(al, asks, slots, texts[i]) for i, (al, (asks, slots)) in enumerate(zip(als, plans))]
 
     # ---------------------------------------------------------------------------------------------- internals
     def _p(self, slot: str, value: str | None, text: str) -> np.ndarray:
         return self.aligner.probs([(query(slot, value), text)])[0]
+
+    def _status(self, slot: str, value: str | None, text: str) -> str:
+        return self.aligner.status(self._p(slot, value, text), self.threshold)
 
     def _others(self, slot: str, value: str | None) -> list[str]:
         if self.aligner.inventory.kind(slot) in (None, "entity"):
@@ -221,44 +241,45 @@ class AlignedMatcher:
         facts = self.matcher.facts(mr, where)
         if not facts or any(a == TRIPLE_ACT for a, _, _ in facts):
             return [], []
-        asks = [(k, v) for k, v in enumerate(al.verdicts) if checkable(v.value) and v.status != "unchecked"
-                and (self.mode == "aligner" or v.status != "realised")]
+        decides = {"combined": ("omitted",), "override": ("omitted", "wrong"),
+                   "aligner": ("omitted", "wrong", "realised")}[self.mode]
+        asks = [(k, v) for k, v in enumerate(al.verdicts) if checkable(v.value) and v.status in decides]
         slots: list[str] = []
         if self.additions:
             held = {norm_slot(s) for _, s, _ in facts}
             found = ({norm_slot(h["slot"]) for h in al.hallucinated if h.get("slot")}
-                     if self.mode == "combined" else set())
+                     if self.mode != "aligner" else set())
             slots = [d["name"] for key, d in self.aligner.inventory.slots.items()
                      if key not in held and key not in found and d.get("kind") != "entity"]
         return asks, slots
 
-    def _best_value(self, slot: str, value: str | None, text: str, threshold: float | None) -> tuple[str | None, float]:
+    def _best_value(self, slot: str, value: str | None, text: str) -> tuple[str | None, float]:
         others = self._others(slot, value)
         if not others:
             return None, math.nan
         ps = self.aligner.probs([(query(slot, u), text) for u in others])[:, REALISED]
         k = int(np.argmax(ps))
-        t = self.aligner.threshold if threshold is None else threshold
-        return (others[k] if ps[k] >= t else None), float(ps[k])
+        return (others[k] if ps[k] >= self.threshold else None), float(ps[k])
 
-    def _decide(self, al: Alignment, asks, slots, text: str, threshold: float | None) -> Alignment:
-        out = Alignment(list(al.verdicts), [] if self.mode == "aligner" else list(al.hallucinated),
-                        list(al.repeated) if self.mode == "combined" else [])
+    def _decide(self, al: Alignment, asks, slots, text: str) -> Alignment:
+        own = self.mode == "aligner"
+        out = Alignment(list(al.verdicts), [] if own else list(al.hallucinated), [] if own else list(al.repeated))
         for k, v in asks:
             p = self._p(v.slot, v.value, text)
-            status = self.aligner.status(p, threshold)
+            status = self.aligner.status(p, self.threshold)
             said = None
-            if status == "wrong":
-                said, _ = self._best_value(v.slot, v.value, text, threshold)
+            if status == "wrong" and v.status == "wrong" and v.said is not None:
+                said = v.said  # both say wrong: the value the matcher read stays
+            elif status == "wrong":
+                said, _ = self._best_value(v.slot, v.value, text)
                 if said is None and self.aligner.inventory.kind(v.slot) == "binary":
                     said = "no" if norm_value(v.value) in ("yes", "true") else "yes"
             conf = float(p[LABELS.index(status)])
             out.verdicts[k] = Verdict(v.slot, v.value, status, said, engine="aligner", confidence=round(conf, 4))
         for s in slots:
-            p = self._p(s, None, text)
-            if self.aligner.status(p, threshold) != "realised":
+            if self._status(s, None, text) != "realised":
                 continue
-            said, conf = self._best_value(s, None, text, threshold)
+            said, conf = self._best_value(s, None, text)
             if said is not None:
                 out.hallucinated.append({"slot": s, "value": said, "engine": "aligner", "confidence": round(conf, 4)})
         return out

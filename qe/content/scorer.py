@@ -22,9 +22,10 @@ realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel 
 signature names the lexicon by checksum.
 
 ``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`): the
-matcher's ``realised`` verdicts stay, the aligner decides the facts it leaves omitted or wrong and asks about the
-slots the MR does not hold (``aligner_additions=false``: it does not); ``aligner_mode=aligner`` lets it decide every
-fact alone; ``aligner_threshold`` overrides the export's threshold on P(realised). Each verdict names its engine.
+matcher's ``realised`` and ``wrong`` verdicts stay, the aligner decides the facts the matcher found nothing about
+(``aligner_mode=override``: its ``wrong`` ones too; ``aligner``: every fact); ``aligner_threshold`` (P(realised))
+and ``aligner_additions`` (ask about the slots the MR does not hold) override what the export chose for the mode.
+Each verdict names its engine.
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ class CoverageScorer(Scorer):
     def __init__(self, lexicon: str | Lexicon | None = None, wrong_penalty: float = 1.0,
                  hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None,
                  aligner: str | None = None, aligner_mode: str = "combined", aligner_threshold: float | None = None,
-                 aligner_additions: bool = True, device: str | None = None, batch_size: int = 64):
+                 aligner_additions: bool | None = None, device: str | None = None, batch_size: int = 64):
         for k, v in (("wrong_penalty", wrong_penalty), ("hallucination_penalty", hallucination_penalty),
                      ("repeat_penalty", repeat_penalty)):
             if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
@@ -89,13 +90,12 @@ class CoverageScorer(Scorer):
             from qe.content.aligner import MODES, AlignedMatcher, Aligner
 
             if aligner_mode not in MODES:
-                raise ValueError(f"coverage: aligner_mode={aligner_mode!r}: choose {' or '.join(MODES)}")
+                raise ValueError(f"coverage: aligner_mode={aligner_mode!r}: choose {', '.join(MODES)}")
             if aligner_threshold is not None and not (isinstance(aligner_threshold, (int, float))
                                                       and 0 <= aligner_threshold <= 1):
                 raise ValueError(f"coverage: aligner_threshold={aligner_threshold!r} must be a number in [0, 1]")
-            self.engine = AlignedMatcher(self.matcher, Aligner.load(aligner, device=device, batch_size=batch_size,
-                                                                    threshold=aligner_threshold),
-                                         aligner_mode, bool(aligner_additions))
+            self.engine = AlignedMatcher(self.matcher, Aligner.load(aligner, device=device, batch_size=batch_size),
+                                         aligner_mode, aligner_additions, aligner_threshold)
         self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
         self._last: tuple | None = None
 
@@ -105,8 +105,8 @@ class CoverageScorer(Scorer):
                "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
                "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
         if self.engine is not self.matcher:
-            al = self.engine.aligner
-            out["aligner"] = f"{al.name}@t{al.threshold:g}" + ("" if self.engine.additions else "/noadd")
+            eng = self.engine
+            out["aligner"] = f"{eng.aligner.name}@t{eng.threshold:g}" + ("" if eng.additions else "/noadd")
         return out
 
     # ------------------------------------------------------------------------------------------ per output

@@ -6,8 +6,9 @@ E2E development references by default (``source: e2e``; the data folder has no E
 columns ``mr``, ``ref`` and optionally ``orig_mr``. Rows are split into ``folds`` by MR (``orig_mr`` when given:
 :func:`qe.content.aligner_data.fold_of`, the split of ``experiments.content_e2e``); ``held_out`` folds are left out
 entirely, so the export can be measured on them. Of the rest, ``val_fraction`` of the MR groups validate (loss,
-accuracy, MCC on their generated labels) and, when they have ``orig_mr``, choose the threshold on P(realised): the
-one with the best omission F1 of matcher + aligner against the cleaned annotation. A matcher with a lexicon mined
+accuracy, MCC on their generated labels) and, when they have ``orig_mr``, choose per mode of the engine the
+threshold on P(realised) (the best omission F1 against the cleaned annotation) and whether to ask about additions
+(:func:`calibrate`). A matcher with a lexicon mined
 from the training rows alone locates the facts the synthetic errors act on
 (:func:`~qe.content.aligner_data.make_examples`).
 
@@ -56,43 +57,65 @@ class ContentAlignerModule(SequenceClassifierModule):
         metrics = dict(metrics or {})
         was_training = self.training
         aligner = Aligner(self.model, datamodule.tokenizer, config, device=str(self.device))
-        t, table = choose_threshold(aligner, info["matcher"], info["val_rows"])
+        cal = calibrate(aligner, info["matcher"], info["val_rows"])
         self.train(was_training)
-        config["threshold"] = t
-        if table:
-            best = max(table.values())
-            config["threshold_from"] = (f"best omission F1 of matcher+aligner ({best:.3f}) on "
-                                        f"{len(info['val_rows'])} held-out training rows")
-            metrics["val/omission_f1"] = best
-        else:
-            config["threshold_from"] = "default (no validation rows with orig_mr)"
+        config.update(thresholds=cal["thresholds"], additions=cal["additions"], threshold_from=cal["why"],
+                      calibration=cal["table"])
+        metrics.update(cal["metrics"])
         config["train"] = plain_config(cfg) if cfg is not None else {}
         return save_export(Path(dest), self.model, datamodule.tokenizer, config=config,
                            data=dict(getattr(datamodule, "data_info", {}) or {}), metrics=_float_metrics(metrics))
 
 
-def choose_threshold(aligner, matcher, rows: list[dict]) -> tuple[float, dict[float, float]]:
-    """The P(realised) threshold of :data:`THRESHOLDS` with the best omission F1 of matcher + aligner on ``rows``
-    (those with ``orig_mr``; ties: the one nearest 0.5), and the F1 of each. No such row: 0.5."""
-    from qe.content.aligner import AlignedMatcher
+def _figures(rows: list[dict], als) -> tuple[float, float]:
+    """(omission F1, addition F1) of alignments of ``rows`` against their cleaned MRs."""
+    c: dict[str, int] = {}
+    for r, al in zip(rows, als):
+        per, _ = gold_counts(r["orig_mr"], r["mr"], al)
+        for cnt in per.values():
+            for k, v in cnt.items():
+                c[k] = c.get(k, 0) + v
+    return (f1(c.get("omit_tp", 0), c.get("omit_fp", 0), c.get("omit_fn", 0)),
+            f1(c.get("add_tp", 0), c.get("add_fp", 0), c.get("add_fn", 0)))
+
+
+def calibrate(aligner, matcher, rows: list[dict]) -> dict[str, Any]:
+    """Per mode of :class:`~qe.content.aligner.AlignedMatcher`: the P(realised) threshold of :data:`THRESHOLDS`
+    with the best omission F1 on ``rows`` (those with ``orig_mr``; ties: the one nearest 0.5), then whether asking
+    about additions raises the addition F1 there. Without such rows: 0.5 and additions on. Also the figures of each
+    choice and of the matcher alone (``val/...`` metrics)."""
+    from qe.content.aligner import MODES, AlignedMatcher
 
     rows = [r for r in rows if r.get("orig_mr")]
     if not rows:
-        return 0.5, {}
-    engine = AlignedMatcher(matcher, aligner, "combined")
-    table = {}
-    for t in THRESHOLDS:
-        als = engine.align_many([r["orig_mr"] for r in rows], [r["ref"] for r in rows], threshold=t)
-        tp = fp = fn = 0
-        for r, al in zip(rows, als):
-            per, _ = gold_counts(r["orig_mr"], r["mr"], al)
-            tp += sum(c["omit_tp"] for c in per.values())
-            fp += sum(c["omit_fp"] for c in per.values())
-            fn += sum(c["omit_fn"] for c in per.values())
-        table[t] = f1(tp, fp, fn)
-    best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
-    log.info("aligner threshold %.2f (omission F1 %.3f on %d validation rows)", best, table[best], len(rows))
-    return best, table
+        return {"thresholds": {m: 0.5 for m in MODES}, "additions": {m: True for m in MODES}, "table": {},
+                "metrics": {}, "why": "defaults (no validation rows with orig_mr)"}
+    mrs, refs = [r["orig_mr"] for r in rows], [r["ref"] for r in rows]
+    matched = [matcher.align(mr, o) for mr, o in zip(mrs, refs)]
+    m_omit, m_add = _figures(rows, matched)
+    out: dict[str, Any] = {"thresholds": {}, "additions": {}, "table": {},
+                           "metrics": {"val/omission_f1_matcher": m_omit, "val/addition_f1_matcher": m_add}}
+    for mode in MODES:
+        table = {}
+        for t in THRESHOLDS:
+            eng = AlignedMatcher(matcher, aligner, mode, additions=False, threshold=t)
+            table[t] = _figures(rows, eng.align_many(mrs, refs, matched=matched))[0]
+        best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
+        without = _figures(rows, AlignedMatcher(matcher, aligner, mode, False, best).align_many(mrs, refs,
+                                                                                                 matched=matched))
+        with_add = _figures(rows, AlignedMatcher(matcher, aligner, mode, True, best).align_many(mrs, refs,
+                                                                                                 matched=matched))
+        add = with_add[1] > without[1]
+        out["thresholds"][mode], out["additions"][mode] = best, add
+        out["table"][mode] = {str(t): round(v, 4) for t, v in table.items()}
+        out["metrics"].update({f"val/omission_f1_{mode}": table[best],
+                               f"val/addition_f1_{mode}": (with_add if add else without)[1]})
+        log.info("aligner, mode %s: threshold %.2f, additions %s (omission F1 %.3f, addition F1 %.3f; matcher %.3f, "
+                 "%.3f; %d validation rows)", mode, best, add, table[best], (with_add if add else without)[1],
+                 m_omit, m_add, len(rows))
+    out["why"] = (f"per mode, the best omission F1 (then addition F1: additions on or off) on {len(rows)} held-out "
+                  "training rows")
+    return out
 
 
 def read_rows(source: str, data_dir: str | None = None) -> list[dict[str, str]]:
@@ -188,4 +211,4 @@ def _demo(path, cfg) -> None:
               + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
 
 
-__all__ = ["ContentAlignerModule", "build_content_aligner", "choose_threshold", "read_rows", "split_rows", "THRESHOLDS"]
+__all__ = ["ContentAlignerModule", "build_content_aligner", "calibrate", "read_rows", "split_rows", "THRESHOLDS"]

@@ -119,7 +119,10 @@ def test_tiny_aligner_trains_exports_and_decides_what_the_matcher_cannot(tiny_ex
 
     man = read_manifest(tiny_export, expected_kind="content_aligner")
     assert man["data"]["train_pairs"] > 0 and man["data"]["held_out"] == []
-    assert 0.0 < man["config"]["threshold"] < 1.0
+    # a threshold and an additions setting per mode, chosen on the held-out rows
+    assert set(man["config"]["thresholds"]) == set(man["config"]["additions"]) == {"combined", "override", "aligner"}
+    assert all(0.0 < t < 1.0 for t in man["config"]["thresholds"].values())
+    assert "val/omission_f1_matcher" in man["metrics"]
     scorer = qe.load("coverage", aligner=str(tiny_export))
     assert "aligner" in scorer.signature and "matcher+aligner" in scorer.signature
     mr, text = "name[The Eagle], priceRange[cheap]", "The Eagle is not pricey."
@@ -131,6 +134,15 @@ def test_tiny_aligner_trains_exports_and_decides_what_the_matcher_cannot(tiny_ex
     # the aligner alone decides every fact
     alone = qe.load("coverage", aligner=str(tiny_export), aligner_mode="aligner").details([text], mrs=[mr])[0]
     assert [v["engine"] for v in alone["verdicts"]] == ["aligner", "aligner"]
+    # the matcher's wrong verdicts stay, unless the aligner overrides them
+    mr2, text2 = "name[The Eagle], familyFriendly[yes]", "The Eagle is not family friendly."
+    assert scorer.details([text2], mrs=[mr2])[0]["verdicts"][1] == {
+        "slot": "familyFriendly", "value": "yes", "status": "wrong", "said": "no", "engine": "matcher"}
+    over = qe.load("coverage", aligner=str(tiny_export), aligner_mode="override", aligner_threshold=1.0,
+                   aligner_additions=True)
+    v = over.details([text2], mrs=[mr2])[0]["verdicts"][1]
+    assert v["engine"] == "aligner" and v["status"] in ("omitted", "wrong")  # nothing reaches P(realised) >= 1
+    assert "engine:matcher+aligner-override|" in over.signature and "@t1|" in over.signature
     assert np.isfinite(scorer.score([text], mrs=[mr])[0])
 
 
