@@ -97,6 +97,8 @@ TOLERANCES: dict[str, Tolerance] = {
     "svr": Tolerance(0.05, why="rating points"),
     # the raw weighted mean of member ratings, as RatPred
     "ensemble": Tolerance(0.05, why="rating points (raw mean of members)"),
+    # a learned combiner predicts the rating it was fitted to (EMNLP17: 1-6), as the SVR does
+    "combiner": Tolerance(0.05, why="points of the rating it was fitted to"),
 }
 #: kinds registered by users: scores assumed on a rating-like scale
 DEFAULT_TOLERANCE = Tolerance(0.05, why="default for kinds without their own tolerance")
