@@ -79,38 +79,41 @@ class BucketBatchSampler(Sampler[list[int]]):
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
+    def _epoch_order(self) -> tuple[np.ndarray, np.random.Generator]:
+        """The epoch's sentence order (seeded shuffle, or longest first) and the generator that made it; the same
+        generator then shuffles the batches (:meth:`_shuffled`), so sentence and token batches share one scheme."""
+        idx = np.arange(len(self.lengths))
+        rng = np.random.default_rng(self.seed + self.epoch)
+        if self.shuffle:
+            rng.shuffle(idx)
+        else:
+            idx = idx[np.argsort(-self.lengths, kind="stable")]
+        return idx, rng
+
+    def _shuffled(self, batches: list[list[int]], rng: np.random.Generator) -> list[list[int]]:
+        if not self.shuffle:
+            return batches
+        return [batches[i] for i in rng.permutation(len(batches))]
+
     def _all_batches(self) -> list[list[int]]:
         if self.max_tokens is not None:
             if self._cache is None or self._cache[0] != self.epoch:  # len() and iter() of one epoch: built once
                 self._cache = (self.epoch, self._token_batches())
             return self._cache[1]
         n = len(self.lengths)
-        idx = np.arange(n)
-        rng = np.random.default_rng(self.seed + self.epoch)
-        if self.shuffle:
-            rng.shuffle(idx)
-        else:
-            idx = idx[np.argsort(-self.lengths, kind="stable")]
+        idx, rng = self._epoch_order()
         batches = []
         for s in range(0, n, self.bucket):
             chunk = idx[s : s + self.bucket]
             chunk = chunk[np.argsort(-self.lengths[chunk], kind="stable")]
             batches.extend(chunk[i : i + self.batch_size].tolist() for i in range(0, len(chunk), self.batch_size))
-        if self.shuffle:
-            order = rng.permutation(len(batches))
-            batches = [batches[i] for i in order]
-        return batches
+        return self._shuffled(batches, rng)
 
     def _token_batches(self) -> list[list[int]]:
         """The epoch's batches under the token budget (same shuffling scheme as the sentence batches)."""
         n = len(self.lengths)
         cost = self.lengths + 1  # padded positions a sentence needs: its tokens and <s> / </s>
-        idx = np.arange(n)
-        rng = np.random.default_rng(self.seed + self.epoch)
-        if self.shuffle:
-            rng.shuffle(idx)
-        else:
-            idx = idx[np.argsort(-self.lengths, kind="stable")]
+        idx, rng = self._epoch_order()
         # bucket boundaries: every bucket_batches * max_tokens tokens of the (shuffled) order
         csum = np.cumsum(cost[idx])
         bucket_tokens = self.bucket_batches * self.max_tokens
@@ -123,10 +126,7 @@ class BucketBatchSampler(Sampler[list[int]]):
                 k = max(1, self.max_tokens // int(cost[chunk[s]]))  # the first row is the batch's longest
                 batches.append(chunk[s : s + k].tolist())
                 s += k
-        if self.shuffle:
-            order = rng.permutation(len(batches))
-            batches = [batches[i] for i in order]
-        return batches
+        return self._shuffled(batches, rng)
 
     def __iter__(self) -> Iterator[list[int]]:
         batches = self._all_batches()
