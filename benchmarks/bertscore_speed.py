@@ -40,7 +40,8 @@ def random_base(texts: list[str], d: Path) -> Path:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *"abcdefghijklmnopqrstuvwxyz0123456789"]
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n")
-    tok = BertTokenizer.from_pretrained(str(d), do_lower_case=True)
+    # model_max_length: unset it is a huge sentinel that bert-score hands to the fast tokenizer as max_length (overflow)
+    tok = BertTokenizer.from_pretrained(str(d), do_lower_case=True, model_max_length=512)
     torch.manual_seed(0)
     BertModel(BertConfig()).save_pretrained(d)
     tok.save_pretrained(d)

