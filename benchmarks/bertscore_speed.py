@@ -19,7 +19,7 @@ import json
 import sys
 import tempfile
 import time
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _bert_score_version() -> str:
+    """The installed bert-score's version; from the module when it was carried without its metadata (a GPU box)."""
+    try:
+        return version("bert-score")
+    except PackageNotFoundError:
+        import bert_score
+
+        return getattr(bert_score, "__version__", "unknown")
 
 
 def random_base(texts: list[str], d: Path) -> Path:
@@ -79,7 +89,7 @@ def main() -> None:
     else:
         path, layer = str(random_base(outs + [r for rs in refs for r in rs], tmp / "base")), 12
     res = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-           "bert_score": version("bert-score"), "model": kind, "layer": layer, "n": a.n, "refs_per_output": 2,
+           "bert_score": _bert_score_version(), "model": kind, "layer": layer, "n": a.n, "refs_per_output": 2,
            "texts": src, "batch_size": a.batch_size}
 
     def timed(fn):

@@ -137,6 +137,10 @@ def main() -> None:
     ap.add_argument("--target-ppl", type=float, default=None,
                     help="default: the final validation perplexity of the 128-sentence run")
     ap.add_argument("--json", default=None, help="also write the results to this file")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=OV[;OV...]",
+                    help="one more run against the 128-sentence one, trainer=gpu plus these overrides separated by "
+                         "';' (tokens=N sets its own token count: 'equal time' runs), e.g. "
+                         "'linear16k=lm_gpu.max_tokens=16384;lm_gpu.lr_scaling=linear'")
     ap.add_argument("overrides", nargs="*", help="more Hydra overrides for both runs (model.hidden_size=256 ...)")
     a = ap.parse_args()
     import torch
@@ -148,8 +152,18 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lm-ttp-"))  # one folder: the tokenizer is trained once, for both runs
     res = {"smoke": a.smoke, "tokens": tokens, "base_overrides": base, "torch": torch.__version__,
            "device": torch.cuda.get_device_name(0) if not a.smoke else "cpu", "runs": {}}
-    for name, extra in RUNS.items():
-        r = run_one(name, base + extra, tokens, a.evals, work)
+    runs = {name: (extra, tokens) for name, extra in RUNS.items()}
+    for spec in a.variant:
+        name, _, ovs = spec.partition("=")
+        extra, n = [], tokens
+        for ov in filter(None, ovs.split(";")):
+            if ov.startswith("tokens="):
+                n = float(ov.split("=", 1)[1])
+            else:
+                extra.append(ov)
+        runs[name] = (extra, n)
+    for name, (extra, n) in runs.items():
+        r = run_one(name, base + extra, n, a.evals, work)
         res["runs"][name] = r
         print(f"{name:12s} ppl {r['val_ppl']:8.2f}  {r['train_seconds']:8.1f} s  {r['tokens_per_s'] or 0:10.0f} tok/s"
               f"  {r['steps']:6d} steps of ~{r['sentences_per_batch']} sentences, lr {r['lr']:.3g}", flush=True)
@@ -158,6 +172,10 @@ def main() -> None:
     res["target_ppl"] = target
     for r in (ref, gpu):
         r["time_to_target_s"] = time_to(r["curve"], r, target)
+    for name in list(res["runs"])[2:]:
+        v = res["runs"][name]
+        v["time_to_target_s"] = time_to(v["curve"], v, target)
+        print(f"  {name}: time to target {v['time_to_target_s']} s, final ppl ratio {v['val_ppl'] / ref['val_ppl']:.3f}")
     res["ppl_ratio_gpu_default_over_sentences"] = gpu["val_ppl"] / ref["val_ppl"]
     res["no_worse"] = gpu["val_ppl"] <= ref["val_ppl"]
     res["speedup_time_to_target"] = (ref["time_to_target_s"] / gpu["time_to_target_s"]
