@@ -71,10 +71,10 @@ PY = sys.executable
 #: seconds each step may take on one GPU (its subprocess timeout); the sum stays under the 600 s of the whole check
 #: (ratpred_cross is optional: building its 224k training instances and tokenising them is minutes of CPU work
 #: before the first timed step -- 179 s for the data alone on the 2-core development box)
-BUDGETS = {"pytest_gpu": 170, "lm_train_b128": 40, "lm_train_gpu_default": 55, "lm_score": 45, "gruen": 60,
+BUDGETS = {"pytest_gpu": 140, "lm_train_b128": 40, "lm_train_gpu_default": 50, "lm_train_tokens32k": 35, "lm_score": 45, "gruen": 60,
            "ratpred": 50, "bertscore": 45, "lm_time_to_ppl": 110, "ratpred_cross": 420}
 #: seconds each step may take under --smoke (CPU, tiny sizes)
-SMOKE_BUDGETS = {"pytest_gpu": 90, "lm_train_b128": 60, "lm_train_gpu_default": 60, "lm_score": 60, "gruen": 90,
+SMOKE_BUDGETS = {"pytest_gpu": 90, "lm_train_b128": 60, "lm_train_gpu_default": 60, "lm_train_tokens32k": 60, "lm_score": 60, "gruen": 90,
                  "ratpred": 120, "bertscore": 90, "lm_time_to_ppl": 120, "ratpred_cross": 600}
 #: modules every training step needs and a bare GPU image lacks
 TRAINING = ("hydra", "omegaconf", "lightning")
@@ -104,6 +104,13 @@ class Step:
     optional: bool = False
 
 
+def gpu_max_tokens() -> int:
+    """``lm_gpu.max_tokens`` of conf/trainer/gpu.yaml: the default the lm_train_gpu_default step measures."""
+    import yaml
+
+    return int(yaml.safe_load((REPO / "qe" / "conf" / "trainer" / "gpu.yaml").read_text())["lm_gpu"]["max_tokens"])
+
+
 def steps(smoke: bool) -> list[Step]:
     """The check's steps: GPU sizes, or tiny CPU sizes under ``smoke`` (goals then unset)."""
     b = SMOKE_BUDGETS if smoke else BUDGETS
@@ -123,12 +130,19 @@ def steps(smoke: bool) -> list[Step]:
                       "precision": ("precision", None, "min")},
              what="LM training tokens/s, 2 x 512 LSTM, 16k units, bf16, 128-sentence batches"),
         Step("lm_train_gpu_default", [PY, str(BENCH / "lm_throughput.py"), "--skip-score", "--json", "{json}", *lm_cpu,
-                                      "--batch-tokens", "512" if smoke else "32768",
-                                      "--train-batches", "10" if smoke else "100"],
+                                      "--batch-tokens", "512" if smoke else str(gpu_max_tokens()),
+                                      "--train-batches", "10" if smoke else "200"],
              b["lm_train_gpu_default"], needs=TRAINING,
              figures={"train_tokens_per_sec": ("train_tokens_per_sec", goal(1.5e6), "min"),
                       "sentences_per_batch": ("train_sentences_per_batch", None, "min")},
-             what="LM training tokens/s at trainer=gpu's token budget (lm_gpu.max_tokens)"),
+             what="LM training tokens/s at trainer=gpu's token budget (lm_gpu.max_tokens in conf/trainer/gpu.yaml)"),
+        Step("lm_train_tokens32k", [PY, str(BENCH / "lm_throughput.py"), "--skip-score", "--json", "{json}", *lm_cpu,
+                                    "--batch-tokens", "1024" if smoke else "32768",
+                                    "--train-batches", "10" if smoke else "100"],
+             b["lm_train_tokens32k"], needs=TRAINING,
+             figures={"train_tokens_per_sec": ("train_tokens_per_sec", None, "min"),
+                      "sentences_per_batch": ("train_sentences_per_batch", None, "min")},
+             what="LM training tokens/s at 32,768-token batches: the card's throughput ceiling for this LM"),
         Step("lm_score", [PY, str(BENCH / "lm_throughput.py"), "--skip-train", "--json", "{json}", *lm_cpu,
                           "--score-sentences", "2000" if smoke else "100000"], b["lm_score"],
              figures={"score_sentences_per_sec": ("score_sentences_per_sec", goal(1e5), "min"),
