@@ -25,8 +25,13 @@ to ask about additions are chosen per mode when the export is written, on held-o
 ``config.thresholds`` and ``config.additions``); ``threshold=`` / ``additions=`` override them.
 
 Each verdict names its engine (``matcher`` / ``aligner``; aligner verdicts carry their probability as
-``confidence``). Facts without value (``request(area)``), unchecked values and RDF triples keep the matcher's
-verdicts: the aligner is trained on attribute-value MRs.
+``confidence``). Facts without value (``request(area)``) and unchecked values keep the matcher's verdicts.
+
+RDF triples: an export trained on WebNLG (``data.source=webnlg``, :mod:`qe.content.aligner_triples`; its
+``config.facts`` is ``triples``) is asked about triples, by the query ``subject | property | object`` (its
+``config.query_triples``), in the same modes (the matcher never says ``wrong`` about a triple, so ``override`` is
+``combined``); no additions are asked about and a ``wrong`` triple gets no other value. It leaves attribute-value MRs
+to the matcher, and an export trained on attribute-value MRs leaves triples to the matcher.
 
     import qe
     scorer = qe.load("coverage", lexicon="e2e", aligner="exports/content_aligner")
@@ -43,6 +48,7 @@ import numpy as np
 
 from qe.content.align import Alignment, Matcher, Verdict
 from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Inventory, checkable, output_text, query
+from qe.content.aligner_triples import verdict_query
 from qe.content.lexicon import norm_value
 from qe.core.mr import TRIPLE_ACT
 from qe.core.surface import norm_slot
@@ -92,8 +98,10 @@ def _card(config: dict, data: dict, metrics: dict) -> str:
             f"{k} {v}" for k, v in data.items() if k != "name"), "",
         "## Validation figures", "", "| metric | value |", "|---|---|", figs or "| - | - |", "",
         "## Limits", "",
-        "- Trained on attribute-value MRs of one domain; RDF triples and facts without value keep the matcher's "
-        "verdicts.",
+        ("- Trained on RDF triples (WebNLG training entries), asked as `subject | property | object`; "
+         "attribute-value MRs keep the matcher's verdicts." if config.get("facts") == "triples" else
+         "- Trained on attribute-value MRs of one domain; RDF triples and facts without value keep the matcher's "
+         "verdicts."),
         "- Its negatives are synthetic (deleted spans, swapped values, facts the text does not hold) plus the "
         "training rows' real errors; see docs/results/content.md for how it compares with the matcher.", ""])
 
@@ -138,6 +146,8 @@ class Aligner:
             if t is not None and not 0.0 <= t <= 1.0:
                 raise ValueError(f"aligner threshold {t!r} must be in [0, 1]")
         self.inventory = Inventory.from_dict(config.get("inventory", {}))
+        #: trained on RDF triples (asked about triples only) rather than attribute-value facts
+        self.on_triples = config.get("facts", "slots") == "triples"
         self.name = name
         self._cache: dict[tuple[str, str], np.ndarray] = {}
 
@@ -209,12 +219,15 @@ class AlignedMatcher:
             [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
         texts = [output_text(o) for o in outputs]
         plans = [self._plan(al, mr, w) for al, mr, w in zip(als, mrs, wheres)]
+        tri = self.aligner.on_triples
         self.aligner.probs([(q, texts[i]) for i, (asks, slots) in enumerate(plans) for q in
-                            [query(v.slot, v.value) for _, v in asks] + [query(s) for s in slots]])
+                            [self._q(v.slot, v.value, tri) for _, v in asks] + [query(s) for s in slots]])
         # second round: the values of the facts said wrong and of the slots added
         second = []
         for i, (asks, slots) in enumerate(plans):
             for _, v in asks:
+                if tri:  # a wrong triple gets no other value: objects are entities, too many to ask about
+                    continue
                 if self._status(v.slot, v.value, texts[i]) == "wrong" and not (v.status == "wrong" and v.said):
                     second += [(query(v.slot, u), texts[i]) for u in self._others(v.slot, v.value)]
             for s in slots:
@@ -224,11 +237,14 @@ class AlignedMatcher:
         return [self._decide(al, asks, slots, texts[i]) for i, (al, (asks, slots)) in enumerate(zip(als, plans))]
 
     # ---------------------------------------------------------------------------------------------- internals
-    def _p(self, slot: str, value: str | None, text: str) -> np.ndarray:
-        return self.aligner.probs([(query(slot, value), text)])[0]
+    def _q(self, slot: str, value: str | None, triple: bool = False) -> str:
+        return verdict_query(slot, value) if triple else query(slot, value)
 
-    def _status(self, slot: str, value: str | None, text: str) -> str:
-        return self.aligner.status(self._p(slot, value, text), self.threshold)
+    def _p(self, slot: str, value: str | None, text: str, triple: bool = False) -> np.ndarray:
+        return self.aligner.probs([(self._q(slot, value, triple), text)])[0]
+
+    def _status(self, slot: str, value: str | None, text: str, triple: bool = False) -> str:
+        return self.aligner.status(self._p(slot, value, text, triple), self.threshold)
 
     def _others(self, slot: str, value: str | None) -> list[str]:
         if self.aligner.inventory.kind(slot) in (None, "entity"):
@@ -239,13 +255,16 @@ class AlignedMatcher:
     def _plan(self, al: Alignment, mr: str, where: str) -> tuple[list[tuple[int, Verdict]], list[str]]:
         """(the verdicts the aligner decides, the slots it is asked about for additions)."""
         facts = self.matcher.facts(mr, where)
-        if not facts or any(a == TRIPLE_ACT for a, _, _ in facts):
+        triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
+        # an attribute-value export leaves any MR with a triple to the matcher; a triples export, any MR with a slot
+        some_triple = any(a == TRIPLE_ACT for a, _, _ in facts)
+        if not facts or (not triples if self.aligner.on_triples else some_triple):
             return [], []
         decides = {"combined": ("omitted",), "override": ("omitted", "wrong"),
                    "aligner": ("omitted", "wrong", "realised")}[self.mode]
         asks = [(k, v) for k, v in enumerate(al.verdicts) if checkable(v.value) and v.status in decides]
         slots: list[str] = []
-        if self.additions:
+        if self.additions and not triples:
             held = {norm_slot(s) for _, s, _ in facts}
             found = ({norm_slot(h["slot"]) for h in al.hallucinated if h.get("slot")}
                      if self.mode != "aligner" else set())
@@ -264,11 +283,14 @@ class AlignedMatcher:
     def _decide(self, al: Alignment, asks, slots, text: str) -> Alignment:
         own = self.mode == "aligner"
         out = Alignment(list(al.verdicts), [] if own else list(al.hallucinated), [] if own else list(al.repeated))
+        tri = self.aligner.on_triples
         for k, v in asks:
-            p = self._p(v.slot, v.value, text)
+            p = self._p(v.slot, v.value, text, tri)
             status = self.aligner.status(p, self.threshold)
             said = None
-            if status == "wrong" and v.status == "wrong" and v.said is not None:
+            if tri:
+                said = v.said if status == "realised" else None
+            elif status == "wrong" and v.status == "wrong" and v.said is not None:
                 said = v.said  # both say wrong: the value the matcher read stays
             elif status == "wrong":
                 said, _ = self._best_value(v.slot, v.value, text)

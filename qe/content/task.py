@@ -54,10 +54,19 @@ class ContentAlignerModule(SequenceClassifierModule):
         config: dict[str, Any] = {"labels": list(LABELS), "max_length": int(datamodule.max_length),
                                   "encoder": str(self.hparams.encoder), "inventory": info["inventory"].to_dict(),
                                   "query": "slot words : value", "output": "norm_tokens joined by spaces"}
+        if info.get("triples"):  # trained on RDF triples only (data.source=webnlg): slots keep the matcher's verdicts
+            from qe.content.aligner_triples import QUERY_FORMAT
+
+            config.update(facts="triples", query_triples=QUERY_FORMAT)
         metrics = dict(metrics or {})
         was_training = self.training
         aligner = Aligner(self.model, datamodule.tokenizer, config, device=str(self.device))
-        cal = calibrate(aligner, info["matcher"], info["val_rows"])
+        if info.get("triples"):
+            from qe.content.aligner_triples import calibrate_triples
+
+            cal = calibrate_triples(aligner, info["val_examples"])
+        else:
+            cal = calibrate(aligner, info["matcher"], info["val_rows"])
         self.train(was_training)
         config.update(thresholds=cal["thresholds"], additions=cal["additions"], threshold_from=cal["why"],
                       calibration=cal["table"])
@@ -161,6 +170,8 @@ def build_content_aligner(cfg: DictConfig) -> TaskParts:
     from qe.gruen.data import TextClassificationDataModule
 
     d = cfg.data
+    if str(d.source) == "webnlg":
+        return build_triples(cfg)
     rows = read_rows(str(d.source), cfg.paths.data_dir)
     held_out = [int(k) for k in (d.get("held_out") or [])]
     train_rows, val_rows = split_rows(rows, int(d.folds), int(d.fold_seed), held_out, float(d.val_fraction))
@@ -201,6 +212,60 @@ def build_content_aligner(cfg: DictConfig) -> TaskParts:
     return TaskParts(module=module, datamodule=dm, demo=_demo)
 
 
+def build_triples(cfg: DictConfig) -> TaskParts:
+    """``data.source=webnlg``: pairs generated from the WebNLG 2020 training entries
+    (:mod:`qe.content.aligner_triples`), ``lexes_per_entry`` reference texts per entry; ``val_fraction`` of the
+    triple sets (grouped by entry MR) validate and choose the threshold on P(realised). The dev split is never read
+    here."""
+    from qe.content import Matcher
+    from qe.content.aligner_data import Inventory
+    from qe.content.aligner_triples import TripleInventory, kind_counts, make_triple_examples, rows_from_entries
+    from qe.data.webnlg import webnlg_entries
+    from qe.gruen.data import TextClassificationDataModule
+
+    d = cfg.data
+    rows = rows_from_entries(webnlg_entries("train", cfg.paths.data_dir), np.random.default_rng(int(cfg.seed)),
+                             int(d.get("lexes_per_entry", 1)))
+    train_rows, val_rows = split_rows(rows, int(d.folds), int(d.fold_seed), [], float(d.val_fraction))
+    matcher, inventory = Matcher(), TripleInventory.from_rows(train_rows)
+    p_found = float(d.get("p_found", 0.5))
+    train = make_triple_examples(train_rows, matcher, inventory, np.random.default_rng(int(cfg.seed)), p_found=p_found)
+    val_all = make_triple_examples(val_rows, matcher, inventory, np.random.default_rng(int(cfg.seed) + 1),
+                                   p_found=p_found)
+    rng = np.random.default_rng(int(cfg.seed) + 2)
+    if d.get("max_train") and len(train) > int(d.max_train):
+        train = [train[i] for i in sorted(rng.choice(len(train), int(d.max_train), replace=False))]
+    val = val_all
+    if d.get("max_val") and len(val) > int(d.max_val):
+        val = [val[i] for i in sorted(rng.choice(len(val), int(d.max_val), replace=False))]
+    tok = _tokenizer(cfg.model.encoder)
+    dm = TextClassificationDataModule(tok, ([e.pair for e in train], [e.label for e in train]),
+                                      {"val": ([e.pair for e in val], [e.label for e in val])},
+                                      batch_size=int(d.batch_size), max_length=int(d.max_length),
+                                      num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
+    counts = kind_counts(train)
+    dm.data_info = {"name": "webnlg2020-train", "rows": len(rows), "train_rows": len(train_rows),
+                    "val_rows": len(val_rows), "train_pairs": len(train), "val_pairs": len(val),
+                    "calibration_pairs": len(val_all), "lexes_per_entry": int(d.get("lexes_per_entry", 1)),
+                    "p_found": p_found, **{f"pairs_{k}": v for k, v in counts.items()}}
+    dm.aligner_info = {"inventory": Inventory({}), "matcher": matcher, "val_rows": val_rows, "triples": True,
+                       "val_examples": val_all}
+    log.info("content_aligner (webnlg triples): %d training rows -> %d pairs %s; %d validation rows -> %d pairs",
+             len(train_rows), len(train), counts, len(val_rows), len(val_all))
+    module = instantiate_model(cfg.model, num_labels=len(LABELS), val_names=["val"])
+    return TaskParts(module=module, datamodule=dm, demo=_demo_triples)
+
+
+def _demo_triples(path, cfg) -> None:
+    from qe.content.scorer import CoverageScorer
+
+    mr = '[["Alan_Bean", "nationality", "United_States"], ["Alan_Bean", "birthPlace", "Wheeler,_Texas"]]'
+    text = "Alan Bean, an American, was born in Wheeler, Texas."
+    for v in CoverageScorer(aligner=str(path)).details([text], mrs=[mr])[0]["verdicts"]:
+        print(f"{v['engine']:8s} {v['slot']}={v.get('value')}: {v['status']}"
+              + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
+
+
 def _demo(path, cfg) -> None:
     from qe.content.scorer import CoverageScorer
 
@@ -211,4 +276,4 @@ def _demo(path, cfg) -> None:
               + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
 
 
-__all__ = ["ContentAlignerModule", "build_content_aligner", "calibrate", "read_rows", "split_rows", "THRESHOLDS"]
+__all__ = ["ContentAlignerModule", "build_content_aligner", "build_triples", "calibrate", "read_rows", "split_rows", "THRESHOLDS"]

@@ -1,0 +1,299 @@
+"""Training data for the learned aligner on RDF triples (WebNLG): (query, output) pairs labelled ``realised`` /
+``omitted`` / ``wrong``, generated from WebNLG *training* entries (each reference text realises every triple of its
+entry). The attribute-value counterpart is :mod:`qe.content.aligner_data`; the model, its export and its use are
+those of :mod:`qe.content.aligner` (``qe train task=content_aligner data.source=webnlg``).
+
+A triple's query is its three parts as words, ``subject | property | object`` (:func:`triple_query`: DBpedia names
+with underscores as spaces and quotes dropped, :func:`~qe.core.surface.entity_text`; the property split into words,
+:func:`~qe.core.surface.property_words`): ``alan bean | birth place | wheeler, texas``. The output is its matching
+tokens, as for slots (:func:`~qe.content.aligner_data.output_text`).
+
+For each row (one reference text of an entry, ``lexes_per_entry`` per entry) :func:`make_triple_examples` yields:
+
+* ``fact`` (realised): every triple of the entry with the text; those the matcher finds (its object is named) are
+  kept with probability ``p_found`` - the aligner is asked about the others in the combined engine;
+* ``other`` (omitted): a triple of another training entry that shares the subject (another fact about the same
+  entity: the hard case) or the property, asked about the unchanged text; skipped when the matcher finds its object
+  in the text;
+* ``drop`` (omitted): a triple whose object the matcher finds has its words deleted from the text (every place they
+  stand, with the function words just before, :func:`~qe.content.aligner_data.drop_spans`; a short clause opened by a
+  comma or semicolon goes with them when no other triple's object is in it: ", which is in wheeler , texas");
+  skipped when the matcher still finds the object;
+* ``swap`` (wrong): the triple with its object replaced by another object seen with the same property in training,
+  the text unchanged (it states the property with its own object); skipped when the matcher finds the new object in
+  the text;
+* ``swap_text`` (wrong): where the matcher found the object's own words, they are replaced by another object's of the
+  same property (the triple asked unchanged); skipped when the matcher still finds the triple's object.
+
+Every example records the matcher's verdict on its (triple, text) - what the combined engine keeps - so that the
+threshold on P(realised) can be chosen on held-out entries (:func:`calibrate_triples`; WebNLG has no omission gold:
+the labels are the generated ones).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Example, drop_spans, f1, output_text
+from qe.content.lexicon import norm_tokens
+from qe.core.surface import entity_text, property_words
+
+log = logging.getLogger(__name__)
+
+TRIPLE_KINDS = ("fact", "other", "drop", "swap", "swap_text")
+#: the query format an export trained on triples records (``config.query_triples``)
+QUERY_FORMAT = "subject words | property words | object words"
+#: where a clause opened by a comma may end; it is deleted with a dropped object only when it is this short
+_CLAUSE_END = frozenset({",", ";", ".", "!", "?", ")"})
+_CLAUSE_MAX = 10
+
+
+def triple_query(prop: str, subject: str, obj: str) -> str:
+    """The query of a triple: ``subject words | property words | object words``."""
+    return f"{entity_text(subject)} | {property_words(prop)} | {entity_text(obj)}"
+
+
+def verdict_query(slot: str, value: str | None) -> str:
+    """The query of a triple verdict of :class:`~qe.content.align.Matcher` (slot: the property; value:
+    ``subject | object``)."""
+    subj, _, obj = (value or "").partition(" | ")
+    return triple_query(slot, subj, obj)
+
+
+@dataclass(frozen=True)
+class TripleExample(Example):
+    triple: tuple[str, str, str] = ("", "", "")  #: (subject, property, object) asked about
+    matcher: str = ""  #: the matcher's verdict on the triple and the text (``realised`` / ``omitted``)
+
+
+def rows_from_entries(entries: Iterable, rng: np.random.Generator, lexes_per_entry: int = 1) -> list[dict]:
+    """Rows ``{"mr", "ref", "triples"}``: up to ``lexes_per_entry`` reference texts per entry (drawn), the corpus'
+    ``bad`` texts left out."""
+    rows = []
+    for e in entries:
+        lexes = [x for x in e.lexes if x.comment != "bad" and x.text.strip()]
+        if not lexes or not e.triples:
+            continue
+        pick = rng.permutation(len(lexes))[:max(1, int(lexes_per_entry))]
+        rows += [{"mr": e.mr, "ref": lexes[int(k)].text, "triples": [tuple(t) for t in e.triples]} for k in sorted(pick)]
+    return rows
+
+
+@dataclass
+class TripleInventory:
+    """Per property (as written) its objects, most frequent first; per subject and per property the training
+    triples that hold it (for the ``other`` negatives)."""
+
+    objects: dict[str, list[str]]
+    by_subject: dict[str, list[tuple[str, str, str]]]
+    by_property: dict[str, list[tuple[str, str, str]]]
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[dict]) -> "TripleInventory":
+        objs: dict[str, Counter] = {}
+        by_s: dict[str, set] = {}
+        by_p: dict[str, set] = {}
+        for r in rows:
+            for s, p, o in r["triples"]:
+                objs.setdefault(p, Counter())[o] += 1
+                by_s.setdefault(entity_text(s), set()).add((s, p, o))
+                by_p.setdefault(p, set()).add((s, p, o))
+        return cls({p: [o for o, _ in sorted(c.items(), key=lambda x: (-x[1], x[0]))] for p, c in sorted(objs.items())},
+                   {k: sorted(v) for k, v in sorted(by_s.items())}, {k: sorted(v) for k, v in sorted(by_p.items())})
+
+
+def _align1(matcher, triple: tuple[str, str, str], text: str | list[str]):
+    """The matcher's verdict on one triple (only its object is checked when it is alone)."""
+    out = text if isinstance(text, str) else " ".join(text)
+    return matcher.align(json.dumps([list(triple)], ensure_ascii=False), out).verdicts[0]
+
+
+def _find(tokens: list[str], sub: list[str]) -> list[tuple[int, int]]:
+    n = len(sub)
+    return [(i, i + n) for i in range(len(tokens) - n + 1) if n and tokens[i:i + n] == sub]
+
+
+def _outside_subject(tokens: list[str], sub: list[str], subject: str) -> list[tuple[int, int]]:
+    """Where ``sub`` stands in ``tokens`` outside the places the subject is named (``aarhus`` in ``aarhus airport``
+    is the subject's name, not the object ``aarhus``)."""
+    subj = {i for a, b in _find(tokens, norm_tokens(entity_text(subject))) for i in range(a, b)}
+    return [(a, b) for a, b in _find(tokens, sub) if not subj & set(range(a, b))]
+
+
+def _clause(tokens: list[str], i: int, j: int, keep: set[int]) -> tuple[int, int] | None:
+    """The clause around ``tokens[i:j]`` opened by a comma or semicolon and closed by punctuation, when it is short and
+    holds none of the ``keep`` positions; the opening mark goes with it, the closing one stays."""
+    a = i - 1
+    while a >= 0 and tokens[a] not in _CLAUSE_END:
+        a -= 1
+    b = j
+    while b < len(tokens) and tokens[b] not in _CLAUSE_END:
+        b += 1
+    if a < 0 or tokens[a] not in (",", ";") or b - a - 1 > _CLAUSE_MAX or any(a <= k < b for k in keep):
+        return None
+    return a, b
+
+
+def make_triple_examples(rows: Iterable[dict], matcher, inventory: TripleInventory, rng: np.random.Generator, *,
+                         p_found: float = 0.5) -> list[TripleExample]:
+    """Labelled pairs from rows ``{"triples", "ref"}`` (module docstring); ``matcher`` (:class:`~qe.content.align.
+    Matcher`) locates objects and vetoes the synthetic labels it contradicts; ``rng`` draws what each error acts
+    on."""
+    out: list[TripleExample] = []
+    for r in rows:
+        triples = [tuple(t) for t in r["triples"]]
+        toks = norm_tokens(r["ref"])
+        if not triples or not toks:
+            continue
+        text = output_text(toks)
+        verdicts = [_align1(matcher, t, r["ref"]) for t in triples]
+        for t, v in zip(triples, verdicts):
+            if v.status == "realised" and rng.random() >= p_found:
+                continue
+            out.append(_ex(t, text, REALISED, "fact", v.status))
+        out += _other(triples, r["ref"], text, matcher, inventory, rng)
+        out += _drop_triple(triples, verdicts, toks, matcher, rng)
+        out += _swap_triple(triples, verdicts, toks, r["ref"], text, matcher, inventory, rng)
+    return out
+
+
+def _ex(t, text: str, label: int, kind: str, matcher_status: str) -> TripleExample:
+    s, p, o = t
+    return TripleExample(triple_query(p, s, o), text, label, kind, p, (s, p, o), matcher_status)
+
+
+def _other(triples, ref, text, matcher, inventory, rng) -> list[TripleExample]:
+    own = {(entity_text(s), p, entity_text(o)) for s, p, o in triples}
+    pools = []
+    for s, p, o in triples:
+        pools.append(inventory.by_subject.get(entity_text(s), []))
+    subj = [t for pool in pools for t in pool if (entity_text(t[0]), t[1], entity_text(t[2])) not in own]
+    prop = [t for _, p, _ in triples for t in inventory.by_property.get(p, [])
+            if (entity_text(t[0]), t[1], entity_text(t[2])) not in own]
+    cands = subj if subj and (not prop or rng.random() < 0.5) else prop
+    if not cands:
+        return []
+    t = cands[int(rng.integers(len(cands)))]
+    v = _align1(matcher, t, ref)
+    if v.status == "realised":
+        return []
+    return [_ex(t, text, OMITTED, "other", v.status)]
+
+
+def _drop_triple(triples, verdicts, toks, matcher, rng) -> list[TripleExample]:
+    cands = [k for k, v in enumerate(verdicts) if v.status == "realised" and v.said]
+    if not cands:
+        return []
+    k = cands[int(rng.integers(len(cands)))]
+    spans = _outside_subject(toks, verdicts[k].said.split(), triples[k][0])
+    if not spans:
+        return []
+    keep = {i for m, v in enumerate(verdicts) if m != k and v.said for a, b in _find(toks, v.said.split())
+            for i in range(a, b)}
+    cl = _clause(toks, *spans[0], keep)
+    if cl is not None:
+        spans = [cl] + spans[1:]
+    left = drop_spans(toks, spans)
+    if len(left) < 2:
+        return []
+    v = _align1(matcher, triples[k], left)
+    if v.status == "realised":
+        return []
+    return [_ex(triples[k], output_text(left), OMITTED, "drop", v.status)]
+
+
+def _swap_triple(triples, verdicts, toks, ref, text, matcher, inventory, rng) -> list[TripleExample]:
+    own = {entity_text(o) for _, _, o in triples}
+    cands = [k for k, (_, p, _) in enumerate(triples)
+             if any(entity_text(u) not in own for u in inventory.objects.get(p, []))]
+    if not cands:
+        return []
+    k = cands[int(rng.integers(len(cands)))]
+    s, p, o = triples[k]
+    others = [u for u in inventory.objects[p] if entity_text(u) not in own]
+    new = others[int(rng.integers(len(others)))]
+    v = verdicts[k]
+    spans = _outside_subject(toks, v.said.split(), s) if v.status == "realised" and v.said else []
+    if spans and rng.random() < 0.5:  # the text states another object; the triple keeps its own
+        new_toks = norm_tokens(entity_text(new).split(" (")[0])
+        out_toks: list[str] = []
+        i = 0
+        for a, b in spans:
+            if a < i:
+                continue
+            out_toks += toks[i:a] + new_toks
+            i = b
+        out_toks += toks[i:]
+        nv = _align1(matcher, (s, p, o), out_toks)
+        if nv.status == "realised" or not new_toks:
+            return []
+        return [_ex((s, p, o), output_text(out_toks), WRONG, "swap_text", nv.status)]
+    nv = _align1(matcher, (s, p, new), ref)
+    if nv.status == "realised":
+        return []
+    return [_ex((s, p, new), text, WRONG, "swap", nv.status)]
+
+
+# ------------------------------------------------------------------------------------------------- calibration
+THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
+
+
+def engine_figures(examples: Sequence[TripleExample], p_realised: np.ndarray, threshold: float | None,
+                   combined: bool = True) -> dict[str, float]:
+    """Figures of an engine on labelled triple pairs: ``threshold`` None is the matcher alone; else the aligner says
+    realised when P(realised) reaches it - for the pairs the matcher calls omitted only when ``combined``. Realised
+    recall (of the ``realised`` pairs), error precision / recall / F1 (``omitted`` or ``wrong`` against realised),
+    accuracy and MCC of realised vs not."""
+    from sklearn.metrics import matthews_corrcoef
+
+    gold = np.array([e.label != REALISED for e in examples])
+    matcher_err = np.array([e.matcher != "realised" for e in examples])
+    if threshold is None:
+        pred = matcher_err
+    else:
+        al_err = np.asarray(p_realised) < threshold
+        pred = (matcher_err & al_err) if combined else al_err
+    tp, fp, fn = int((pred & gold).sum()), int((pred & ~gold).sum()), int((~pred & gold).sum())
+    return {"realised_recall": float((~pred & ~gold).sum() / max(1, (~gold).sum())),
+            "error_precision": tp / max(1, tp + fp), "error_recall": tp / max(1, tp + fn), "error_f1": f1(tp, fp, fn),
+            "accuracy": float((pred == gold).mean()) if len(gold) else float("nan"),
+            "mcc": float(matthews_corrcoef(gold, pred)) if len(set(gold)) > 1 else 0.0}
+
+
+def calibrate_triples(aligner, examples: Sequence[TripleExample]) -> dict[str, Any]:
+    """Per engine mode, the P(realised) threshold of :data:`THRESHOLDS` with the best error F1 on the held-out
+    entries' generated pairs (ties: nearest 0.5). ``combined`` and ``override`` are the same engine on triples (the
+    matcher never says ``wrong`` about a triple). No additions are asked about for triples."""
+    from qe.content.aligner import MODES
+
+    p = aligner.probs([e.pair for e in examples])[:, REALISED] if examples else np.zeros(0)
+    out: dict[str, Any] = {"thresholds": {}, "additions": {m: False for m in MODES}, "table": {}, "metrics": {}}
+    m = engine_figures(examples, p, None)
+    out["metrics"].update({f"val/triples_{k}_matcher": v for k, v in m.items()})
+    for mode in MODES:
+        comb = mode != "aligner"
+        table = {t: engine_figures(examples, p, t, comb)["error_f1"] for t in THRESHOLDS}
+        best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
+        out["thresholds"][mode] = best
+        out["table"][mode] = {str(t): round(v, 4) for t, v in table.items()}
+        out["metrics"].update({f"val/triples_{k}_{mode}": v for k, v in engine_figures(examples, p, best, comb).items()})
+        log.info("aligner on triples, mode %s: threshold %.2f (error F1 %.3f; matcher %.3f; %d pairs)", mode, best,
+                 table[best], m["error_f1"], len(examples))
+    out["why"] = f"per mode, the best error F1 on {len(examples)} generated pairs of held-out training entries"
+    return out
+
+
+def kind_counts(examples: Iterable[Example]) -> dict[str, int]:
+    c = Counter(f"{e.kind}_{LABELS[e.label]}" for e in examples)
+    return dict(sorted(c.items()))
+
+
+__all__ = ["TRIPLE_KINDS", "QUERY_FORMAT", "TripleExample", "TripleInventory", "triple_query", "verdict_query",
+           "rows_from_entries", "make_triple_examples", "engine_figures", "calibrate_triples", "kind_counts",
+           "THRESHOLDS"]

@@ -1,0 +1,158 @@
+"""The learned aligner on RDF triples (qe.content.aligner_triples): its query format, its generated labels and their
+vetoes, the threshold chosen on them, and AlignedMatcher deciding the triples the matcher calls omitted (a stub in
+place of the cross-encoder: the tiny-model training path is the one tests/content/test_aligner.py runs)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from conftest import needs_data
+
+from qe.content import Matcher
+from qe.content.aligner import MODES, AlignedMatcher, Aligner
+from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Inventory
+from qe.content.aligner_triples import (TripleInventory, _drop_triple, _other, calibrate_triples, engine_figures,
+                                        make_triple_examples, rows_from_entries, triple_query, verdict_query)
+
+ROWS = [
+    {"triples": [("Alan_Bean", "nationality", "United_States"), ("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
+     "ref": "Alan Bean, an American, was born in Wheeler, Texas."},
+    {"triples": [("Alan_Bean", "occupation", "Test_pilot")], "ref": "Alan Bean served as a test pilot."},
+    {"triples": [("Elliot_See", "birthPlace", "Dallas"), ("Elliot_See", "occupation", "Test_pilot")],
+     "ref": "Elliot See, born in Dallas, was a test pilot."},
+    {"triples": [("Aarhus_Airport", "cityServed", "Aarhus")], "ref": "Aarhus Airport serves the city of Aarhus."},
+]
+
+
+def test_query_names_the_three_parts_as_words():
+    assert triple_query("birthPlace", "Alan_Bean", "Wheeler,_Texas") == "alan bean | birth place | wheeler, texas"
+    assert triple_query("runtime", '"Mermaid"', '"52.0"(minutes)') == "mermaid | runtime | 52.0 (minutes)"
+    # a matcher verdict holds the property as slot and "subject | object" as value
+    assert verdict_query("birthPlace", "Alan_Bean | Wheeler,_Texas") == "alan bean | birth place | wheeler, texas"
+
+
+def test_labels_of_hand_written_rows_every_kind_and_the_vetoes():
+    inv = TripleInventory.from_rows(ROWS)
+    assert inv.objects["birthPlace"] == ["Dallas", "Wheeler,_Texas"]
+    got = make_triple_examples(ROWS, Matcher(), inv, np.random.default_rng(0), p_found=1.0)
+    by = {}
+    for e in got:
+        by.setdefault(e.kind, []).append((LABELS[e.label], e.query, e.text))
+    assert set(by) == {"fact", "other", "drop", "swap", "swap_text"}
+    # every triple is realised with its own text, the paraphrase the matcher misses too
+    assert ("realised", "alan bean | nationality | united states",
+            "alan bean , an american , was born in wheeler , texas .") in by["fact"]
+    assert next(e for e in got if e.query == "alan bean | nationality | united states").matcher == "omitted"
+    assert len(by["fact"]) == 6
+    # the clause of a dropped object goes with it when no other object is in it
+    assert ("omitted", "elliot see | occupation | test pilot", "elliot see , born in dallas .") in by["drop"]
+    assert ("omitted", "alan bean | birth place | wheeler, texas", "alan bean , an american .") in by["drop"]
+    assert ("wrong", "alan bean | birth place | wheeler, texas",
+            "alan bean , an american , was born in dallas .") in by["swap_text"]
+    assert ("wrong", "elliot see | birth place | wheeler, texas",
+            "elliot see , born in dallas , was a test pilot .") in by["swap"]
+    assert all(lab == "omitted" for lab, _, _ in by["other"])
+    # "aarhus" of the subject's name is not the object: deleting the other one leaves the matcher finding it - vetoed
+    assert not [e for e in got if e.kind == "drop" and "aarhus" in e.query]
+
+
+def test_a_triple_of_another_entry_whose_object_the_text_names_is_vetoed():
+    ref = ROWS[0]["ref"]
+    triples = ROWS[0]["triples"]
+    named = TripleInventory({}, {"alan bean": [("Alan_Bean", "residence", "Wheeler,_Texas")]}, {})
+    assert _other(triples, ref, "", Matcher(), named, np.random.default_rng(0)) == []
+    unnamed = TripleInventory({}, {"alan bean": [("Alan_Bean", "occupation", "Test_pilot")]}, {})
+    (e,) = _other(triples, ref, "t", Matcher(), unnamed, np.random.default_rng(0))
+    assert (e.label, e.kind, e.query) == (OMITTED, "other", "alan bean | occupation | test pilot")
+
+
+def test_drop_is_vetoed_when_the_object_stays_in_the_text():
+    from qe.content.lexicon import norm_tokens
+
+    triples = [("Aarhus_Airport", "cityServed", "Aarhus")]
+    toks = norm_tokens(ROWS[3]["ref"])
+    vs = Matcher().align(json.dumps([list(t) for t in triples]), ROWS[3]["ref"]).verdicts
+    assert vs[0].status == "realised"
+    assert _drop_triple(triples, vs, toks, Matcher(), np.random.default_rng(0)) == []
+
+
+# ---------------------------------------------------------------------------------------------- the engine
+class StubAligner:
+    """Aligner's interface with fixed answers: P(realised) per query, ``omitted`` otherwise."""
+
+    def __init__(self, p_realised: dict[str, float], on_triples: bool = True, threshold: float = 0.5):
+        self.p, self.on_triples, self.t = p_realised, on_triples, threshold
+        self.additions, self.inventory, self.asked = {}, Inventory({}), []
+        self.status = Aligner.status
+
+    def threshold_for(self, mode):
+        return self.t
+
+    def probs(self, pairs):
+        self.asked += [q for q, _ in pairs]
+        out = np.zeros((len(pairs), 3))
+        for i, (q, _) in enumerate(pairs):
+            p = self.p.get(q, 0.0)
+            out[i] = [p, (1 - p) * 0.7, (1 - p) * 0.3]
+        return out
+
+
+MR = json.dumps([["Alan_Bean", "nationality", "United_States"], ["Alan_Bean", "birthPlace", "Wheeler,_Texas"],
+                 ["Alan_Bean", "occupation", "Test_pilot"]])
+TEXT = "Alan Bean, an American, was born in Wheeler, Texas."
+
+
+def test_aligned_matcher_decides_the_triples_the_matcher_calls_omitted():
+    stub = StubAligner({"alan bean | nationality | united states": 0.9, "alan bean | occupation | test pilot": 0.1,
+                        "alan bean | birth place | wheeler, texas": 0.0})
+    al = AlignedMatcher(Matcher(), stub).align(MR, TEXT)
+    got = [(v.slot, v.status, v.engine) for v in al.verdicts]
+    # combined: the matcher's realised triple stays (the aligner, which would say omitted, is not asked)
+    assert got == [("nationality", "realised", "aligner"), ("birthPlace", "realised", "matcher"),
+                   ("occupation", "omitted", "aligner")]
+    assert "alan bean | birth place | wheeler, texas" not in stub.asked
+    assert al.verdicts[0].confidence == 0.9 and al.hallucinated == []
+    # aligner mode: every triple is the aligner's
+    al = AlignedMatcher(Matcher(), stub, "aligner").align(MR, TEXT)
+    assert [(v.status, v.engine) for v in al.verdicts] == [("realised", "aligner"), ("omitted", "aligner"),
+                                                           ("omitted", "aligner")]
+
+
+def test_exports_leave_the_other_kind_of_mr_to_the_matcher():
+    slots_mr = "name[The Eagle], priceRange[cheap]"
+    on_triples = StubAligner({}, on_triples=True)
+    al = AlignedMatcher(Matcher(), on_triples).align(slots_mr, "The Eagle is not pricey.")
+    assert on_triples.asked == [] and {v.engine for v in al.verdicts} == {"matcher"}
+    on_slots = StubAligner({"alan bean | nationality | united states": 1.0}, on_triples=False)
+    al = AlignedMatcher(Matcher(), on_slots).align(MR, TEXT)
+    assert on_slots.asked == [] and {v.engine for v in al.verdicts} == {"matcher"}
+    assert al.verdicts[0].status == "omitted"
+
+
+def test_threshold_is_chosen_on_generated_labels():
+    from qe.content.aligner_triples import TripleExample
+
+    ex = [TripleExample("a", "t", REALISED, "fact", "p", matcher="omitted"),
+          TripleExample("b", "t", REALISED, "fact", "p", matcher="realised"),
+          TripleExample("c", "t", OMITTED, "other", "p", matcher="omitted"),
+          TripleExample("d", "t", WRONG, "swap", "p", matcher="omitted")]
+    stub = StubAligner({"a": 0.62, "b": 0.2, "c": 0.3, "d": 0.58})
+    m = engine_figures(ex, np.zeros(4), None)
+    assert (m["realised_recall"], m["error_recall"], m["error_precision"]) == (0.5, 1.0, 2 / 3)
+    cal = calibrate_triples(stub, ex)
+    # combined: only 0.60 separates a (0.62) from d (0.58); the aligner alone also loses b (0.2) below it
+    assert cal["thresholds"]["combined"] == 0.6 and cal["metrics"]["val/triples_mcc_combined"] == 1.0
+    assert set(cal["thresholds"]) == set(MODES) and not any(cal["additions"].values())
+    assert cal["metrics"]["val/triples_realised_recall_aligner"] == 0.5
+
+
+@needs_data
+def test_rows_from_webnlg_entries():
+    from qe.data.webnlg import webnlg_entries
+
+    entries = webnlg_entries("dev")[:40]  # the smaller archive: quicker to read
+    rows = rows_from_entries(entries, np.random.default_rng(0), lexes_per_entry=2)
+    assert rows and all(r["triples"] and r["ref"] for r in rows) and len(rows) <= 80
+    ex = make_triple_examples(rows, Matcher(), TripleInventory.from_rows(rows), np.random.default_rng(0))
+    assert {e.kind for e in ex} >= {"fact", "other", "drop"}
+    assert all(e.query.count(" | ") == 2 for e in ex)
