@@ -4,9 +4,12 @@
 The layer between the core (:mod:`qe.core.export`: writing, reading and checking manifests) and everything that
 loads exports: :func:`qe.load` (:mod:`qe.registry`, which also resolves scorer names, zoo names and archives) and
 the zoo's fingerprints, archives and model cards (:mod:`qe.zoo`), which load the export directories they check.
-Nothing here imports a model family or the zoo: loaders are ``"module:attr"`` strings imported on first use, so
-the zoo can load an export without importing :mod:`qe.registry`, and :mod:`qe.registry` can fetch an archive
-through the zoo without an import circle (tests/core/test_import_graph.py).
+Nothing here imports a model family or the zoo's builder, archives or fingerprints: loaders are ``"module:attr"``
+strings imported on first use, so the zoo can load an export without importing :mod:`qe.registry`, and
+:mod:`qe.registry` can fetch an archive through the zoo without an import circle (tests/core/test_import_graph.py).
+:func:`export_dir_of` reads the zoo's names from the package module :mod:`qe.zoo` alone (recipes and the models
+folder; it imports nothing of this layer), so a family whose option names an export (``coverage``'s ``aligner=``)
+accepts a zoo name without importing the front end.
 
 :mod:`qe.registry` re-exports every public name here (``qe.registry.EXPORT_KINDS`` is this table).
 """
@@ -41,6 +44,8 @@ EXPORT_KINDS: dict[str, str | Callable[..., Any]] = {
     "svr": "qe.refmetrics.svr:from_export",
     "ensemble": "qe.ensemble.scorer:from_export",
     "combiner": "qe.ensemble.combiner:from_export",
+    # the coverage scorer with this learned aligner (and, by default, the lexicon of the data it was trained on)
+    "content_aligner": "qe.content.scorer:from_export",
 }
 
 
@@ -59,6 +64,8 @@ EXPORT_FILES: dict[str, dict[str, str]] = {
     "svr": {"weights": "svr.safetensors"},
     "ensemble": {"spec": "ensemble.json"},
     "combiner": {"spec": "combiner.json", "weights": "combiner.safetensors"},
+    # qe.content.aligner writes by these names (HF_SUBDIR, CONFIG_FILE: thresholds, slot inventory)
+    "content_aligner": {**_HF, "config": "aligner.json"},
 }
 
 
@@ -109,6 +116,29 @@ def export_kinds() -> list[str]:
     return sorted(EXPORT_KINDS)
 
 
+def export_dir_of(spec: str | Path) -> Path:
+    """``spec`` as an export directory: a path that exists, else the name of a model of the zoo built into
+    ``$QE_MODELS`` (as :func:`qe.load` resolves names). A zoo name that is not built raises
+    :class:`qe.errors.ExportError` with its build command (one line; ``qe score`` exits 3); anything else comes back
+    as a path, for the loader to say what is wrong with it."""
+    from qe.core.export import MANIFEST
+
+    path = Path(str(spec)).expanduser()
+    key = str(spec).strip().lower()
+    if path.exists() or not key or "/" in key or "\\" in key:
+        return path
+    from qe import zoo  # the package module only: recipe names and the models folder
+
+    built = zoo.model_path(key)
+    if (built / MANIFEST).is_file():
+        return built
+    if key in zoo.NAMES:
+        from qe.errors import ExportError
+
+        raise ExportError(zoo.not_built_message(key))
+    return path
+
+
 def load_export(path: str | Path, **options: Any):
     """A scorer for the export directory ``path``: its manifest read, its kind's files and ``*.safetensors``
     headers checked (:func:`check_export_files`, :func:`qe.core.export.check_weights`: a damaged file raises
@@ -138,4 +168,4 @@ def load_export(path: str | Path, **options: Any):
 
 
 __all__ = ["EXPORT_KINDS", "EXPORT_FILES", "resolve_target", "required_files", "check_export_files",
-           "register_into", "register_export_kind", "export_kinds", "load_export"]
+           "register_into", "register_export_kind", "export_kinds", "export_dir_of", "load_export"]

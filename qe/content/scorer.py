@@ -21,11 +21,17 @@ name), ``e2e`` (mined from the cleaned E2E development references in the data di
 realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
 signature names the lexicon by checksum.
 
-``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`): the
+``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`), as a
+directory or as the name of a zoo model built into ``$QE_MODELS`` (``content-aligner-e2e``; not built: one line with
+its build command, exit 3 in ``qe score``): the
 matcher's ``realised`` and ``wrong`` verdicts stay, the aligner decides the facts the matcher found nothing about
 (``aligner_mode=override``: its ``wrong`` ones too; ``aligner``: every fact); ``aligner_threshold`` (P(realised))
 and ``aligner_additions`` (ask about the slots the MR does not hold) override what the export chose for the mode.
 Each verdict names its engine.
+
+``qe.load(<content_aligner export>)`` (or its zoo name) is this scorer with that aligner (:func:`from_export`); its
+lexicon is, unless given, the one the export's training config names (:func:`trained_lexicon`: the dataset it was
+trained on, ``e2e`` for ``content-aligner-e2e``), else the scorer's default (``none``).
 """
 from __future__ import annotations
 
@@ -88,12 +94,14 @@ class CoverageScorer(Scorer):
         self.engine: Any = self.matcher
         if aligner not in (None, "", "none"):
             from qe.content.aligner import MODES, AlignedMatcher, Aligner
+            from qe.kinds import export_dir_of
 
             if aligner_mode not in MODES:
                 raise ValueError(f"coverage: aligner_mode={aligner_mode!r}: choose {', '.join(MODES)}")
             if aligner_threshold is not None and not (isinstance(aligner_threshold, (int, float))
                                                       and 0 <= aligner_threshold <= 1):
                 raise ValueError(f"coverage: aligner_threshold={aligner_threshold!r} must be a number in [0, 1]")
+            aligner = str(export_dir_of(aligner))  # a zoo name -> $QE_MODELS/<name>
             self.engine = AlignedMatcher(self.matcher, Aligner.load(aligner, device=device, batch_size=batch_size),
                                          aligner_mode, aligner_additions, aligner_threshold)
         self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
@@ -177,4 +185,31 @@ class CoverageScorer(Scorer):
         return self.system_statistic(outputs, mrs).score()
 
 
-__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "resolve_lexicon"]
+def trained_lexicon(manifest: dict[str, Any]) -> str | None:
+    """The lexicon a ``content_aligner`` export is used with by default: a ``lexicon`` its training config records
+    (``config.train.lexicon`` or ``config.train.data.lexicon``), else its training data when that is a dataset with a
+    lexicon of its own (``config.train.data.source``: ``e2e`` -> the E2E lexicon, mined from the same cleaned
+    development references the aligner was trained on; the matcher that calibrated its thresholds had a lexicon mined
+    from its training rows the same way), else None (the scorer's default, ``none``: e.g. an aligner trained on a CSV
+    file of pairs)."""
+    train = (manifest.get("config") or {}).get("train") or {}
+    data = train.get("data") or {}
+    named = train.get("lexicon") or data.get("lexicon")
+    if named:
+        return str(named)
+    source = str(data.get("source") or "")
+    return source if source in DATASET_LEXICONS else None
+
+
+def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScorer:
+    """Loader of the ``content_aligner`` export kind (:mod:`qe.kinds`): the ``coverage`` scorer using the export as
+    its aligner, with ``lexicon`` defaulting to :func:`trained_lexicon` (``lexicon="none"`` asks for the rules alone).
+    The E2E lexicon is mined from the data directory (``$QE_DATA_DIR``) on first use."""
+    if options.get("aligner") not in (None, str(path)):
+        raise ValueError(f"{path} is an aligner export: it cannot be loaded with another aligner={options['aligner']!r}")
+    options.pop("aligner", None)
+    options.setdefault("lexicon", trained_lexicon(manifest))
+    return CoverageScorer(aligner=str(path), **options)
+
+
+__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "resolve_lexicon", "trained_lexicon", "from_export"]

@@ -202,7 +202,11 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
     digest = checksum(export)
     # the card names the zoo command (the manifest and the card are outside the checksum: the bits do not change)
     zoo_cmd = _names.build_command(name) + (f" --seed {seed}" if seed is not None else "") + (" --gpu" if gpu else "")
-    card.refresh(export, rebuild={"zoo": zoo_cmd, "zoo_name": name, "command": display_command(cmd)})
+    rebuild = {"zoo": zoo_cmd, "zoo_name": name, "command": display_command(cmd)}
+    if fpm.has_scores(read_manifest(export).get("fingerprint")):
+        card.refresh(export, rebuild=rebuild)
+    else:  # an export written without a card (content_aligner): its fingerprint is scored here, once
+        card.finish_export(export, final=final, rebuild=rebuild)
     if final.exists():  # --force: replace atomically
         old = models / ".build" / f".{name}.old"
         shutil.rmtree(old, ignore_errors=True)
