@@ -262,6 +262,11 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 best = (rank, key)
         if best is not None:
             owner[g] = best[1]
+    # the checkable values of the category slots, as token lists: a longer n-gram of one slot that holds another
+    # slot's value is not kept when the texts holding it realise that value ("a cheap english": priceRange's "cheap"
+    # plus the food), or it would swallow that fact's words when matched (:func:`_borrowed`)
+    others = {k: [v.split() for v in values[k] if v and v not in UNCHECKED_VALUES]
+              for k in values if kinds[k] == "category"}
     for key in sorted(values):
         sl = SlotLexicon(kinds[key], {v: written[key][v] for v in sorted(values[key])}, examples=n_slot[key])
         lex.slots[key] = sl
@@ -278,6 +283,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             if " " not in g and cnt >= min_count and owner.get(g) == key and \
                     _lift(gram_slot[g].get(key, 0) / cnt, p_slot) >= min_precision:
                 anchors.add(g)
+        own_words = {t for v in checkable for t in v.split()}
         cands = []
         for g, cnt in gram_n.items():
             c = gram_slot[g].get(key, 0)
@@ -285,6 +291,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 continue
             words = g.split()
             if len(words) > 1 and not (set(words) & anchors):
+                continue
+            if len(words) > 1 and _borrowed(g, key, own_words, others, gram_value, cnt, min_precision):
                 continue
             share = gram_value[(g, key)]
             # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
@@ -324,6 +332,26 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         sl.patterns = {g: c for g, c in kept.items() if c is not None}
         sl.triggers = [g for g, c in kept.items() if c is None]
     return lex
+
+
+def _borrowed(g: str, key: str, own_words: set[str], others: dict[str, list[list[str]]],
+              gram_value: dict[tuple[str, str], Counter], n_texts: int, min_precision: float) -> bool:
+    """Whether the n-gram ``g`` (a candidate pattern of slot ``key``) holds the value of another category slot that
+    at least ``min_precision`` of the ``n_texts`` texts holding ``g`` have in their MR: its co-occurrence with
+    ``key`` then rests on words that realise another fact ("a cheap english" of priceRange, mined from "a cheap
+    English coffee shop", would take "english" from ``food[English]``). A value whose words are also words of
+    ``key``'s own values (customer rating's "high", priceRange's "high") does not count, and a value the texts do not
+    hold keeps the n-gram ("low price", "average price": priceRange wordings, not customer ratings)."""
+    toks = g.split()
+    for other, vals in others.items():
+        if other == key:
+            continue
+        for vt in vals:
+            if set(vt) <= own_words or not any(toks[i:i + len(vt)] == vt for i in range(len(toks) - len(vt) + 1)):
+                continue
+            if gram_value.get((g, other), Counter())[" ".join(vt)] >= min_precision * n_texts:
+                return True
+    return False
 
 
 def rules_lexicon() -> Lexicon:
