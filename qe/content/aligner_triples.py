@@ -81,7 +81,8 @@ def rows_from_entries(entries: Iterable, rng: np.random.Generator, lexes_per_ent
         if not lexes or not e.triples:
             continue
         pick = rng.permutation(len(lexes))[:max(1, int(lexes_per_entry))]
-        rows += [{"mr": e.mr, "ref": lexes[int(k)].text, "triples": [tuple(t) for t in e.triples]} for k in sorted(pick)]
+        rows += [{"mr": e.mr, "ref": lexes[int(k)].text, "triples": [tuple(t) for t in e.triples]}
+                 for k in sorted(pick)]
     return rows
 
 
@@ -282,11 +283,68 @@ def calibrate_triples(aligner, examples: Sequence[TripleExample]) -> dict[str, A
         best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
         out["thresholds"][mode] = best
         out["table"][mode] = {str(t): round(v, 4) for t, v in table.items()}
-        out["metrics"].update({f"val/triples_{k}_{mode}": v for k, v in engine_figures(examples, p, best, comb).items()})
+        figs = engine_figures(examples, p, best, comb)
+        out["metrics"].update({f"val/triples_{k}_{mode}": v for k, v in figs.items()})
         log.info("aligner on triples, mode %s: threshold %.2f (error F1 %.3f; matcher %.3f; %d pairs)", mode, best,
                  table[best], m["error_f1"], len(examples))
     out["why"] = f"per mode, the best error F1 on {len(examples)} generated pairs of held-out training entries"
     return out
+
+
+# ------------------------------------------------------------------------------------------------- measurement
+def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | None = None) -> dict[str, Any]:
+    """The matcher against the matcher + aligner (and the aligner alone) on WebNLG *dev*: realised recall over every
+    triple of every dev reference text (each realises all its entry's triples), with each engine's whole-MR
+    alignment; and the figures of :func:`engine_figures` on labels generated from one reference per dev entry (all
+    facts kept, objects to swap drawn from the training entries' inventory). ``threshold`` None: the export's per
+    mode."""
+    from qe.content import Matcher
+    from qe.content.aligner import AlignedMatcher, Aligner
+    from qe.data.webnlg import webnlg_entries
+
+    aligner = Aligner.load(export)
+    matcher = Matcher()
+    dev = webnlg_entries("dev", data_dir)
+    mrs, outs = zip(*[(e.mr, x.text) for e in dev for x in e.lexes if x.comment != "bad"])
+    matched = [matcher.align(m, o) for m, o in zip(mrs, outs)]
+    out: dict[str, Any] = {"dev_entries": len(dev), "dev_texts": len(outs)}
+    engines = {"matcher": None, "matcher+aligner": "combined", "aligner": "aligner"}
+    for name, mode in engines.items():
+        als = matched if mode is None else AlignedMatcher(matcher, aligner, mode, threshold=threshold).align_many(
+            list(mrs), list(outs), matched=matched)
+        c = Counter(v.status for al in als for v in al.verdicts)
+        out[f"realised_recall_refs/{name}"] = c["realised"] / max(1, sum(c.values()))
+    out["triples_refs"] = int(sum(len(al.verdicts) for al in matched))
+    rng = np.random.default_rng(seed)
+    train_rows = rows_from_entries(webnlg_entries("train", data_dir), np.random.default_rng(seed))
+    rows = rows_from_entries(dev, rng)
+    ex = make_triple_examples(rows, matcher, TripleInventory.from_rows(train_rows), rng, p_found=1.0)
+    out["generated"] = kind_counts(ex)
+    p = aligner.probs([e.pair for e in ex])[:, REALISED]
+    for name, mode in engines.items():
+        t = None if mode is None else (threshold if threshold is not None else aligner.threshold_for(mode))
+        out.update({f"{k}/{name}": v for k, v in engine_figures(ex, p, t, mode == "combined").items()})
+        out[f"threshold/{name}"] = t
+        for kind in TRIPLE_KINDS:
+            sub = [i for i, e in enumerate(ex) if e.kind == kind]
+            f = engine_figures([ex[i] for i in sub], p[sub], t, mode == "combined")
+            out[f"accuracy_{kind}/{name}"] = f["accuracy"]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m qe.content.aligner_triples EXPORT [--data-dir D] [--threshold T]``: :func:`measure_dev` as
+    JSON."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m qe.content.aligner_triples", description=measure_dev.__doc__)
+    ap.add_argument("export")
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--threshold", type=float, default=None)
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args(argv)
+    print(json.dumps(measure_dev(a.export, a.data_dir, a.seed, a.threshold), indent=1))
+    return 0
 
 
 def kind_counts(examples: Iterable[Example]) -> dict[str, int]:
@@ -296,4 +354,8 @@ def kind_counts(examples: Iterable[Example]) -> dict[str, int]:
 
 __all__ = ["TRIPLE_KINDS", "QUERY_FORMAT", "TripleExample", "TripleInventory", "triple_query", "verdict_query",
            "rows_from_entries", "make_triple_examples", "engine_figures", "calibrate_triples", "kind_counts",
-           "THRESHOLDS"]
+           "THRESHOLDS", "measure_dev"]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

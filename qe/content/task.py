@@ -276,4 +276,5 @@ def _demo(path, cfg) -> None:
               + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
 
 
-__all__ = ["ContentAlignerModule", "build_content_aligner", "build_triples", "calibrate", "read_rows", "split_rows", "THRESHOLDS"]
+__all__ = ["ContentAlignerModule", "build_content_aligner", "build_triples", "calibrate", "read_rows", "split_rows",
+           "THRESHOLDS"]
