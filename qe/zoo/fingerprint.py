@@ -42,7 +42,8 @@ PROBE_SETS: dict[str, str] = {
     "gruen": "texts",  # its redundancy, focus and structure components need several sentences
     "qe_gru": "mr_outputs",
     "svr": "references",
-    "content_aligner": "mr_outputs",  # the coverage scorer: E2E attribute lists and dialogue acts
+    # the coverage scorer: E2E attribute lists and dialogue acts (an aligner trained on WebNLG: triples, below)
+    "content_aligner": "mr_outputs",
 }
 
 #: MR-reading exports (``qe_gru``, kinds whose scorer requires MRs) trained for data whose MRs are not dialogue acts or

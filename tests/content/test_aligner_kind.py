@@ -58,6 +58,7 @@ def test_it_is_fingerprinted_on_mr_probes_with_a_coverage_tolerance(tiny_export)
     from qe.zoo import fingerprint as fpm
 
     assert fpm.probe_set_for("content_aligner") == "mr_outputs"
+    assert fpm.probe_set_for("content_aligner", manifest={"data": {"name": "webnlg2020-train"}}) == "mr_triples"
     tol = fpm.tolerance("content_aligner")
     assert tol is fpm.TOLERANCES["content_aligner"] and tol.score == 0.05 and "coverage" in tol.why
     fp = fpm.compute(tiny_export)
