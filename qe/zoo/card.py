@@ -116,6 +116,22 @@ KIND_CARDS: dict[str, dict[str, Any]] = {
         "limits": ["Each member keeps its own limits (their cards are in `members/*/README.md`).",
                    "Weights were chosen on the data named below."],
     },
+    "content_aligner": {
+        "title": "Learned content aligner for the coverage scorer",
+        "scores": "`coverage` of each output: the share of its MR's facts it realises, less wrong, added and repeated "
+                  "ones (qe.content.scorer), in [0, 1], higher is better; `details` gives a verdict per fact "
+                  "(realised / omitted / wrong) naming its engine. A MiniLM cross-encoder over `slot : value [SEP] "
+                  "output` decides the facts the lexicon matcher found nothing about. Loaded by itself it uses the "
+                  "lexicon its training data names (`e2e` for E2E-trained aligners); `lexicon=`, `aligner_mode=`, "
+                  "`aligner_threshold=` override.",
+        "inputs": "Outputs and their MRs (required): E2E attribute lists, dialogue acts, JSON maps. Facts without "
+                  "value keep the matcher's verdicts; RDF triples too unless the aligner was trained on them.",
+        "limits": ["Trained on one domain's slots (listed in `aligner.json`); other slots are asked about by their "
+                   "name's words, out of what it was trained on.",
+                   "Its negatives are synthetic (deleted spans, swapped values, facts the text does not hold) plus "
+                   "the cleaned data's real omissions; thresholds were chosen on held-out training rows.",
+                   "The E2E lexicon is mined from the data directory on first use ($QE_DATA_DIR)."],
+    },
 }
 
 #: dataset recipe names as they appear in data configs and manifests -> recipe name (qe/resources/datasets)
@@ -216,7 +232,7 @@ def render(manifest: dict[str, Any], *, signature: str | None, fingerprint: dict
            "(sha256 over the files the scorer reads; it holds for one machine and software stack - the functional "
            "fingerprint below is the identity across machines).", "",
            "```python", "import qe", f"scorer = qe.load(\"{zoo_name or 'path/to/this/export'}\")",
-           "scores = scorer.score(outputs" + (", mrs=mrs" if kind == "qe_gru" else "") + ")", "```", "",
+           "scores = scorer.score(outputs" + (", mrs=mrs" if kind in ("qe_gru", "content_aligner") else "") + ")", "```", "",
            "## What it scores", "", info["scores"], "",
            "## Inputs", "", info["inputs"], "",
            "## Training data and licence", ""]

@@ -124,3 +124,12 @@ def test_the_zoo_recipe_trains_on_every_e2e_dev_row_and_gets_the_e2e_lexicon(tmp
     GlobalHydra.instance().clear()
     assert list(cfg.data.held_out) == [] and cfg.trainer.max_steps == 400 and cfg.task.name == "content_aligner"
     assert trained_lexicon({"config": {"train": plain_config(cfg)}}) == "e2e"
+
+
+def test_its_model_card_says_what_it_scores_and_passes_mrs():
+    from qe.zoo import card
+
+    text = card.render({"kind": "content_aligner", "format_version": 1, "rebuild": {"zoo_name": ZOO_NAME}},
+                       signature=None, fingerprint=None)
+    assert text.startswith(f"# {ZOO_NAME}: Learned content aligner for the coverage scorer")
+    assert f'qe.load("{ZOO_NAME}")' in text and "scorer.score(outputs, mrs=mrs)" in text
