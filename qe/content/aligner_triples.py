@@ -23,7 +23,18 @@ For each row (one reference text of an entry, ``lexes_per_entry`` per entry) :fu
   the text unchanged (it states the property with its own object); skipped when the matcher finds the new object in
   the text;
 * ``swap_text`` (wrong): where the matcher found the object's own words, they are replaced by another object's of the
-  same property (the triple asked unchanged); skipped when the matcher still finds the triple's object.
+  same property (the triple asked unchanged); skipped when the matcher still finds the triple's object;
+* ``prop`` (wrong; ``prop_negatives``): a triple asked with another property, the text unchanged - the property
+  drawn from those seen in training with the triple's own object or sharing an object with its property (its object
+  type fits: birth place -> death place), half of the time (when there are some) from those of them the subject has
+  in other training triples (the hard case: a fact the entity may well have); skipped when the new (subject,
+  property, object) is one of the entry's triples or of a training triple with the same subject and object (then the
+  text may well realise it), or when the two properties are close (:meth:`TripleInventory.close`: place properties,
+  names sharing a word, stated together). Labelled ``wrong``, not ``omitted``: the text names both entities and
+  relates them, but by another relation - a misstatement of the asked fact, as a swapped object is. The matcher is
+  not a veto here (it checks objects only, so it mostly calls these realised: the error the combined engine cannot
+  see). Drawn from their own random stream (``prop_rng``), so the other kinds' pairs for a fixed seed are those
+  generated without it.
 
 Every example records the matcher's verdict on its (triple, text) - what the combined engine keeps - so that the
 threshold on P(realised) can be chosen on held-out entries (:func:`calibrate_triples`; WebNLG has no omission gold:
@@ -46,12 +57,20 @@ from qe.core.surface import entity_text, property_words
 
 log = logging.getLogger(__name__)
 
-TRIPLE_KINDS = ("fact", "other", "drop", "swap", "swap_text")
+TRIPLE_KINDS = ("fact", "other", "drop", "swap", "swap_text", "prop")
 #: the query format an export trained on triples records (``config.query_triples``)
 QUERY_FORMAT = "subject words | property words | object words"
 #: where a clause opened by a comma may end; it is deleted with a dropped object only when it is this short
 _CLAUSE_END = frozenset({",", ";", ".", "!", "?", ")"})
 _CLAUSE_MAX = 10
+#: WebNLG's properties that place an entity, used for one another (a text saying "located in texas" for ``state``):
+#: never ``prop`` negatives of each other
+_PLACE_PROPERTIES = frozenset({"location", "country", "isPartOf", "region", "city", "state", "headquarter"})
+#: words of property names too general to make two properties one (birth place / death place)
+_GENERIC_WORDS = frozenset({"place", "name", "date", "year", "number", "length", "type", "code", "total", "size",
+                            "start", "end", "feet", "runway", "surface"})
+#: two properties stated between the same subject and object this often (share of the rarer one's pairs) are close
+_CLOSE_SHARE = 0.25
 
 
 def triple_query(prop: str, subject: str, obj: str) -> str:
@@ -94,6 +113,55 @@ class TripleInventory:
     objects: dict[str, list[str]]
     by_subject: dict[str, list[tuple[str, str, str]]]
     by_property: dict[str, list[tuple[str, str, str]]]
+
+    def __post_init__(self) -> None:
+        self._fits: dict[str, list[str]] | None = None
+        self._by_object: dict[str, list[str]] | None = None
+        self._pairs: dict[tuple[str, str], set[str]] | None = None
+        self._close: set[tuple[str, str]] = set()
+
+    def _index(self) -> None:
+        objs = {p: {entity_text(o) for o in os} for p, os in self.objects.items()}
+        by_o: dict[str, set[str]] = {}
+        for p, os in objs.items():
+            for o in os:
+                by_o.setdefault(o, set()).add(p)
+        self._by_object = {o: sorted(ps) for o, ps in by_o.items()}
+        self._fits = {p: sorted({q for o in os for q in by_o[o]} - {p}) for p, os in objs.items()}
+        pairs: dict[tuple[str, str], set[str]] = {}
+        for ts in self.by_subject.values():
+            for s, p, o in ts:
+                pairs.setdefault((entity_text(s), entity_text(o)), set()).add(p)
+        self._pairs = pairs
+        n: Counter = Counter(p for ps in pairs.values() for p in ps)
+        co: Counter = Counter((a, b) for ps in pairs.values() for a in ps for b in ps if a != b)
+        self._close = {(a, b) for (a, b), c in co.items() if c >= _CLOSE_SHARE * min(n[a], n[b])}
+
+    def close(self, p: str, q: str) -> bool:
+        """Whether a text stating ``p`` may well state ``q`` too, so that asking ``q`` is no sure negative: both in
+        :data:`_PLACE_PROPERTIES`; a content word of their names shares its first four letters (operator / operating
+        organisation; :data:`_GENERIC_WORDS` do not count: birth place / death place stay apart); or training
+        triples state both between the same subject and object for at least :data:`_CLOSE_SHARE` of the rarer one's
+        pairs (club / youth club, language / official language)."""
+        if self._pairs is None:
+            self._index()
+        if p in _PLACE_PROPERTIES and q in _PLACE_PROPERTIES:
+            return True
+        stems = [{w[:4] for w in property_words(x).split() if len(w) >= 4 and w not in _GENERIC_WORDS} for x in (p, q)]
+        return bool(stems[0] & stems[1]) or (p, q) in self._close
+
+    def fitting_properties(self, prop: str, obj: str) -> list[str]:
+        """Properties other than ``prop`` whose object type fits: seen in training with ``obj`` itself or with an
+        object ``prop`` is seen with (sorted)."""
+        if self._fits is None:
+            self._index()
+        return sorted((set(self._fits.get(prop, [])) | set(self._by_object.get(entity_text(obj), []))) - {prop})
+
+    def pair_properties(self, subject: str, obj: str) -> set[str]:
+        """The properties training triples state between ``subject`` and ``obj`` (by their words)."""
+        if self._pairs is None:
+            self._index()
+        return self._pairs.get((entity_text(subject), entity_text(obj)), set())
 
     @classmethod
     def from_rows(cls, rows: Iterable[dict]) -> "TripleInventory":
@@ -142,10 +210,11 @@ def _clause(tokens: list[str], i: int, j: int, keep: set[int]) -> tuple[int, int
 
 
 def make_triple_examples(rows: Iterable[dict], matcher, inventory: TripleInventory, rng: np.random.Generator, *,
-                         p_found: float = 0.5) -> list[TripleExample]:
+                         p_found: float = 0.5, prop_rng: np.random.Generator | None = None) -> list[TripleExample]:
     """Labelled pairs from rows ``{"triples", "ref"}`` (module docstring); ``matcher`` (:class:`~qe.content.align.
     Matcher`) locates objects and vetoes the synthetic labels it contradicts; ``rng`` draws what each error acts
-    on."""
+    on. ``prop_rng`` given: ``prop`` negatives too, drawn from it alone (the other kinds' pairs are the same with or
+    without them)."""
     out: list[TripleExample] = []
     for r in rows:
         triples = [tuple(t) for t in r["triples"]]
@@ -161,6 +230,8 @@ def make_triple_examples(rows: Iterable[dict], matcher, inventory: TripleInvento
         out += _other(triples, r["ref"], text, matcher, inventory, rng)
         out += _drop_triple(triples, verdicts, toks, matcher, rng)
         out += _swap_triple(triples, verdicts, toks, r["ref"], text, matcher, inventory, rng)
+        if prop_rng is not None:
+            out += _prop_triple(triples, r["ref"], text, matcher, inventory, prop_rng)
     return out
 
 
@@ -241,6 +312,30 @@ def _swap_triple(triples, verdicts, toks, ref, text, matcher, inventory, rng) ->
     return [_ex((s, p, new), text, WRONG, "swap", nv.status)]
 
 
+def _prop_triple(triples, ref, text, matcher, inventory: TripleInventory, rng) -> list[TripleExample]:
+    own = {(entity_text(s), p, entity_text(o)) for s, p, o in triples}
+
+    def allowed(s, p, o, props):
+        seen = inventory.pair_properties(s, o)
+        return [q for q in props if q not in seen and (entity_text(s), q, entity_text(o)) not in own
+                and not inventory.close(p, q)]
+
+    cands = []
+    for s, p, o in triples:
+        fit = allowed(s, p, o, inventory.fitting_properties(p, o))
+        seen = {q for _, q, _ in inventory.by_subject.get(entity_text(s), [])}
+        subj = [q for q in fit if q in seen]
+        if fit:
+            cands.append(((s, p, o), fit, subj))
+    if not cands:
+        return []
+    (s, p, o), fit, subj = cands[int(rng.integers(len(cands)))]
+    pool = subj if subj and (not fit or rng.random() < 0.5) else fit
+    q = pool[int(rng.integers(len(pool)))]
+    v = _align1(matcher, (s, q, o), ref)
+    return [_ex((s, q, o), text, WRONG, "prop", v.status)]
+
+
 # ------------------------------------------------------------------------------------------------- calibration
 THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
 
@@ -292,12 +387,13 @@ def calibrate_triples(aligner, examples: Sequence[TripleExample]) -> dict[str, A
 
 
 # ------------------------------------------------------------------------------------------------- measurement
-def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | None = None) -> dict[str, Any]:
+def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | None = None,
+                prop_negatives: bool = True) -> dict[str, Any]:
     """The matcher against the matcher + aligner (and the aligner alone) on WebNLG *dev*: realised recall over every
     triple of every dev reference text (each realises all its entry's triples), with each engine's whole-MR
     alignment; and the figures of :func:`engine_figures` on labels generated from one reference per dev entry (all
-    facts kept, objects to swap drawn from the training entries' inventory). ``threshold`` None: the export's per
-    mode."""
+    facts kept, objects to swap drawn from the training entries' inventory; ``prop`` negatives from their own
+    stream, seeded ``seed + 1``, unless ``prop_negatives`` is false). ``threshold`` None: the export's per mode."""
     from qe.content import Matcher
     from qe.content.aligner import AlignedMatcher, Aligner
     from qe.data.webnlg import webnlg_entries
@@ -318,7 +414,8 @@ def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | No
     rng = np.random.default_rng(seed)
     train_rows = rows_from_entries(webnlg_entries("train", data_dir), np.random.default_rng(seed))
     rows = rows_from_entries(dev, rng)
-    ex = make_triple_examples(rows, matcher, TripleInventory.from_rows(train_rows), rng, p_found=1.0)
+    ex = make_triple_examples(rows, matcher, TripleInventory.from_rows(train_rows), rng, p_found=1.0,
+                              prop_rng=np.random.default_rng(seed + 1) if prop_negatives else None)
     out["generated"] = kind_counts(ex)
     p = aligner.probs([e.pair for e in ex])[:, REALISED]
     for name, mode in engines.items():
@@ -327,6 +424,8 @@ def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | No
         out[f"threshold/{name}"] = t
         for kind in TRIPLE_KINDS:
             sub = [i for i, e in enumerate(ex) if e.kind == kind]
+            if not sub:
+                continue
             f = engine_figures([ex[i] for i in sub], p[sub], t, mode == "combined")
             out[f"accuracy_{kind}/{name}"] = f["accuracy"]
     return out
@@ -342,8 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-prop", action="store_true", help="no wrong-property (prop) negatives in the generated labels")
     a = ap.parse_args(argv)
-    print(json.dumps(measure_dev(a.export, a.data_dir, a.seed, a.threshold), indent=1))
+    print(json.dumps(measure_dev(a.export, a.data_dir, a.seed, a.threshold, not a.no_prop), indent=1))
     return 0
 
 

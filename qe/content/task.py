@@ -229,9 +229,12 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     train_rows, val_rows = split_rows(rows, int(d.folds), int(d.fold_seed), [], float(d.val_fraction))
     matcher, inventory = Matcher(), TripleInventory.from_rows(train_rows)
     p_found = float(d.get("p_found", 0.5))
-    train = make_triple_examples(train_rows, matcher, inventory, np.random.default_rng(int(cfg.seed)), p_found=p_found)
+    prop = bool(d.get("prop_negatives", False))  # own streams: the other kinds' pairs are those generated without
+    train = make_triple_examples(train_rows, matcher, inventory, np.random.default_rng(int(cfg.seed)), p_found=p_found,
+                                 prop_rng=np.random.default_rng([int(cfg.seed), 1]) if prop else None)
     val_all = make_triple_examples(val_rows, matcher, inventory, np.random.default_rng(int(cfg.seed) + 1),
-                                   p_found=p_found)
+                                   p_found=p_found,
+                                   prop_rng=np.random.default_rng([int(cfg.seed) + 1, 1]) if prop else None)
     rng = np.random.default_rng(int(cfg.seed) + 2)
     if d.get("max_train") and len(train) > int(d.max_train):
         train = [train[i] for i in sorted(rng.choice(len(train), int(d.max_train), replace=False))]
@@ -247,7 +250,7 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     dm.data_info = {"name": "webnlg2020-train", "rows": len(rows), "train_rows": len(train_rows),
                     "val_rows": len(val_rows), "train_pairs": len(train), "val_pairs": len(val),
                     "calibration_pairs": len(val_all), "lexes_per_entry": int(d.get("lexes_per_entry", 1)),
-                    "p_found": p_found, **{f"pairs_{k}": v for k, v in counts.items()}}
+                    "p_found": p_found, "prop_negatives": prop, **{f"pairs_{k}": v for k, v in counts.items()}}
     dm.aligner_info = {"inventory": Inventory({}), "matcher": matcher, "val_rows": val_rows, "triples": True,
                        "val_examples": val_all}
     log.info("content_aligner (webnlg triples): %d training rows -> %d pairs %s; %d validation rows -> %d pairs",

@@ -11,8 +11,9 @@ from conftest import needs_data
 from qe.content import Matcher
 from qe.content.aligner import MODES, AlignedMatcher, Aligner
 from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Inventory
-from qe.content.aligner_triples import (TripleInventory, _drop_triple, _other, calibrate_triples, engine_figures,
-                                        make_triple_examples, rows_from_entries, triple_query, verdict_query)
+from qe.content.aligner_triples import (TripleInventory, _drop_triple, _other, _prop_triple, calibrate_triples,
+                                        engine_figures, make_triple_examples, rows_from_entries, triple_query,
+                                        verdict_query)
 
 ROWS = [
     {"triples": [("Alan_Bean", "nationality", "United_States"), ("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
@@ -74,6 +75,74 @@ def test_drop_is_vetoed_when_the_object_stays_in_the_text():
     vs = Matcher().align(json.dumps([list(t) for t in triples]), ROWS[3]["ref"]).verdicts
     assert vs[0].status == "realised"
     assert _drop_triple(triples, vs, toks, Matcher(), np.random.default_rng(0)) == []
+
+
+# a death place shares Dallas with the birth places: the two properties' object type fits
+DIED = {"triples": [("John_Doe", "deathPlace", "Dallas")], "ref": "John Doe died in Dallas."}
+
+
+def test_prop_negatives_ask_another_property_of_the_same_entities_and_leave_the_other_kinds_as_they_were():
+    rows = ROWS + [DIED]
+    inv = TripleInventory.from_rows(rows)
+    without = make_triple_examples(rows, Matcher(), inv, np.random.default_rng(0), p_found=1.0)
+    got = make_triple_examples(rows, Matcher(), inv, np.random.default_rng(0), p_found=1.0,
+                               prop_rng=np.random.default_rng(1))
+    assert [e for e in got if e.kind != "prop"] == without and not [e for e in without if e.kind == "prop"]
+    prop = [(LABELS[e.label], e.query, e.text, e.matcher) for e in got if e.kind == "prop"]
+    # the text unchanged, its entities named (the matcher, which checks the object only, calls it realised)
+    assert prop == [("wrong", "alan bean | death place | wheeler, texas",
+                     "alan bean , an american , was born in wheeler , texas .", "realised"),
+                    ("wrong", "elliot see | death place | dallas", "elliot see , born in dallas , was a test pilot .",
+                     "realised"),
+                    ("wrong", "john doe | birth place | dallas", "john doe died in dallas .", "realised")]
+
+
+def test_prop_negatives_are_vetoed_when_the_text_may_realise_the_new_triple():
+    triples = ROWS[2]["triples"]  # Elliot See: birth place Dallas, occupation test pilot
+    ref = ROWS[2]["ref"]
+    rng = np.random.default_rng(0)
+    (e,) = _prop_triple(triples, ref, "t", Matcher(), TripleInventory.from_rows(ROWS + [DIED]), rng)
+    assert e.query == "elliot see | death place | dallas"
+    # a training entry states that Elliot See died in Dallas too: the text may say so - no negative
+    died_there = {"triples": [("Elliot_See", "deathPlace", "Dallas")], "ref": "Elliot See died in Dallas."}
+    assert _prop_triple(triples, ref, "t", Matcher(), TripleInventory.from_rows(ROWS + [died_there]), rng) == []
+    # the entry's own triple is never a negative
+    own = triples + [("Elliot_See", "deathPlace", "Dallas")]
+    assert _prop_triple(own, ref, "t", Matcher(), TripleInventory.from_rows(ROWS + [DIED]), rng) == []
+    # close properties are not asked for one another
+    places = [{"triples": [("Abilene,_Texas", "isPartOf", "Texas")], "ref": "Abilene is part of Texas."},
+              {"triples": [("Austin,_Texas", "state", "Texas")], "ref": "Austin is in Texas."}]
+    inv = TripleInventory.from_rows(places)
+    assert inv.fitting_properties("isPartOf", "Texas") == ["state"] and inv.close("isPartOf", "state")
+    assert _prop_triple(places[0]["triples"], places[0]["ref"], "t", Matcher(), inv, rng) == []
+    assert inv.close("operator", "operatingOrganisation") and not inv.close("birthPlace", "deathPlace")
+    clubs = [{"triples": [("A_B", "club", "FC_X"), ("A_B", "youthclub", "FC_X")], "ref": "A B played for FC X."}]
+    assert TripleInventory.from_rows(clubs).close("club", "youthclub")
+
+
+def test_the_prop_negatives_switch_of_the_training_data(monkeypatch):
+    """data.prop_negatives of task=content_aligner data.source=webnlg (the entries and the tokenizer stubbed)."""
+    from omegaconf import OmegaConf
+
+    import qe.content.task as task
+    import qe.data.webnlg as webnlg
+
+    class Entry:
+        def __init__(self, r):
+            self.triples, self.mr = r["triples"], json.dumps([list(t) for t in r["triples"]])
+            self.lexes = [type("Lex", (), {"text": r["ref"], "comment": "good"})()]
+
+    monkeypatch.setattr(webnlg, "webnlg_entries", lambda split, data_dir=None: [Entry(r) for r in ROWS + [DIED]] * 3)
+    monkeypatch.setattr(task, "_tokenizer", lambda name: None)
+    monkeypatch.setattr(task, "instantiate_model", lambda *a, **k: None)
+    monkeypatch.setattr("qe.gruen.data.TextClassificationDataModule", lambda *a, **k: type("DM", (), {})())
+    base = OmegaConf.load(task.__file__.replace("task.py", "../conf/data/content_aligner.yaml"))
+    for on in (False, True):
+        cfg = OmegaConf.create({"seed": 0, "paths": {"data_dir": None}, "model": {"encoder": "x"},
+                                "data": {**OmegaConf.to_container(base), "source": "webnlg", "val_fraction": 0.0,
+                                         "prop_negatives": on}})
+        info = task.build_triples(cfg).datamodule.data_info
+        assert info["prop_negatives"] is on and bool(info.get("pairs_prop_wrong")) is on
 
 
 # ---------------------------------------------------------------------------------------------- the engine
