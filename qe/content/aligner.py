@@ -29,8 +29,11 @@ Each verdict names its engine (``matcher`` / ``aligner``; aligner verdicts carry
 
 RDF triples: an export trained on WebNLG (``data.source=webnlg``, :mod:`qe.content.aligner_triples`; its
 ``config.facts`` is ``triples``) is asked about triples, by the query ``subject | property | object`` (its
-``config.query_triples``), in the same modes (the matcher never says ``wrong`` about a triple, so ``override`` is
-``combined``); no additions are asked about and a ``wrong`` triple gets no other value. It leaves attribute-value MRs
+``config.query_triples``), in the same modes. The matcher never says ``wrong`` about a triple (it checks objects,
+not properties), so ``override`` on triples asks about the triples the matcher calls realised instead: one stays
+realised unless ``wrong`` is the aligner's most likely label for it (no threshold: wrong property or object, the
+error the combined engine cannot see), and the ones it calls omitted are decided as combined. No additions are
+asked about and a ``wrong`` triple gets no other value. It leaves attribute-value MRs
 to the matcher, and an export trained on attribute-value MRs leaves triples to the matcher.
 
     import qe
@@ -262,6 +265,8 @@ class AlignedMatcher:
             return [], []
         decides = {"combined": ("omitted",), "override": ("omitted", "wrong"),
                    "aligner": ("omitted", "wrong", "realised")}[self.mode]
+        if triples and self.mode == "override":  # the matcher's realised triples: only a wrong label overrules it
+            decides = ("omitted", "realised")
         asks = [(k, v) for k, v in enumerate(al.verdicts) if checkable(v.value) and v.status in decides]
         slots: list[str] = []
         if self.additions and not triples:
@@ -287,6 +292,10 @@ class AlignedMatcher:
         for k, v in asks:
             p = self._p(v.slot, v.value, text, tri)
             status = self.aligner.status(p, self.threshold)
+            if tri and self.mode == "override" and v.status == "realised":
+                if int(np.argmax(p)) != WRONG:
+                    continue  # the matcher's verdict stays
+                status = "wrong"
             said = None
             if tri:
                 said = v.said if status == "realised" else None

@@ -341,9 +341,11 @@ THRESHOLDS = tuple(round(x, 2) for x in np.arange(0.05, 0.96, 0.05))
 
 
 def engine_figures(examples: Sequence[TripleExample], p_realised: np.ndarray, threshold: float | None,
-                   combined: bool = True) -> dict[str, float]:
+                   combined: bool = True, overrule: np.ndarray | None = None) -> dict[str, float]:
     """Figures of an engine on labelled triple pairs: ``threshold`` None is the matcher alone; else the aligner says
-    realised when P(realised) reaches it - for the pairs the matcher calls omitted only when ``combined``. Realised
+    realised when P(realised) reaches it - for the pairs the matcher calls omitted only when ``combined``;
+    ``overrule`` (combined only; ``override`` on triples): where true, a pair the matcher calls realised is an error
+    (the aligner's most likely label is ``wrong``). Realised
     recall (of the ``realised`` pairs), error precision / recall / F1 (``omitted`` or ``wrong`` against realised),
     accuracy and MCC of realised vs not."""
     from sklearn.metrics import matthews_corrcoef
@@ -355,6 +357,8 @@ def engine_figures(examples: Sequence[TripleExample], p_realised: np.ndarray, th
     else:
         al_err = np.asarray(p_realised) < threshold
         pred = (matcher_err & al_err) if combined else al_err
+        if combined and overrule is not None:
+            pred = pred | (~matcher_err & np.asarray(overrule, bool))
     tp, fp, fn = int((pred & gold).sum()), int((pred & ~gold).sum()), int((~pred & gold).sum())
     return {"realised_recall": float((~pred & ~gold).sum() / max(1, (~gold).sum())),
             "error_precision": tp / max(1, tp + fp), "error_recall": tp / max(1, tp + fn), "error_f1": f1(tp, fp, fn),
@@ -364,21 +368,24 @@ def engine_figures(examples: Sequence[TripleExample], p_realised: np.ndarray, th
 
 def calibrate_triples(aligner, examples: Sequence[TripleExample]) -> dict[str, Any]:
     """Per engine mode, the P(realised) threshold of :data:`THRESHOLDS` with the best error F1 on the held-out
-    entries' generated pairs (ties: nearest 0.5). ``combined`` and ``override`` are the same engine on triples (the
-    matcher never says ``wrong`` about a triple). No additions are asked about for triples."""
+    entries' generated pairs (ties: nearest 0.5); ``override`` is ``combined`` with the matcher's realised triples
+    overruled where ``wrong`` is the aligner's most likely label (:class:`~qe.content.aligner.AlignedMatcher`). No
+    additions are asked about for triples."""
     from qe.content.aligner import MODES
 
-    p = aligner.probs([e.pair for e in examples])[:, REALISED] if examples else np.zeros(0)
+    probs = aligner.probs([e.pair for e in examples]) if examples else np.zeros((0, len(LABELS)))
+    p, wrong = probs[:, REALISED], probs.argmax(axis=1) == WRONG
     out: dict[str, Any] = {"thresholds": {}, "additions": {m: False for m in MODES}, "table": {}, "metrics": {}}
     m = engine_figures(examples, p, None)
     out["metrics"].update({f"val/triples_{k}_matcher": v for k, v in m.items()})
     for mode in MODES:
         comb = mode != "aligner"
-        table = {t: engine_figures(examples, p, t, comb)["error_f1"] for t in THRESHOLDS}
+        over = wrong if mode == "override" else None
+        table = {t: engine_figures(examples, p, t, comb, over)["error_f1"] for t in THRESHOLDS}
         best = max(table, key=lambda t: (round(table[t], 6), -abs(t - 0.5)))
         out["thresholds"][mode] = best
         out["table"][mode] = {str(t): round(v, 4) for t, v in table.items()}
-        figs = engine_figures(examples, p, best, comb)
+        figs = engine_figures(examples, p, best, comb, over)
         out["metrics"].update({f"val/triples_{k}_{mode}": v for k, v in figs.items()})
         log.info("aligner on triples, mode %s: threshold %.2f (error F1 %.3f; matcher %.3f; %d pairs)", mode, best,
                  table[best], m["error_f1"], len(examples))
@@ -389,11 +396,12 @@ def calibrate_triples(aligner, examples: Sequence[TripleExample]) -> dict[str, A
 # ------------------------------------------------------------------------------------------------- measurement
 def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | None = None,
                 prop_negatives: bool = True) -> dict[str, Any]:
-    """The matcher against the matcher + aligner (and the aligner alone) on WebNLG *dev*: realised recall over every
-    triple of every dev reference text (each realises all its entry's triples), with each engine's whole-MR
-    alignment; and the figures of :func:`engine_figures` on labels generated from one reference per dev entry (all
-    facts kept, objects to swap drawn from the training entries' inventory; ``prop`` negatives from their own
-    stream, seeded ``seed + 1``, unless ``prop_negatives`` is false). ``threshold`` None: the export's per mode."""
+    """The matcher against the matcher + aligner (combined and override; and the aligner alone) on WebNLG *dev*:
+    realised recall over every triple of every dev reference text (each realises all its entry's triples), with each
+    engine's whole-MR alignment; and the figures of :func:`engine_figures` on labels generated from one reference per
+    dev entry (all facts kept, objects to swap drawn from the training entries' inventory; ``prop`` negatives from
+    their own stream, seeded ``seed + 1``, unless ``prop_negatives`` is false). ``threshold`` None: the export's per
+    mode."""
     from qe.content import Matcher
     from qe.content.aligner import AlignedMatcher, Aligner
     from qe.data.webnlg import webnlg_entries
@@ -404,7 +412,8 @@ def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | No
     mrs, outs = zip(*[(e.mr, x.text) for e in dev for x in e.lexes if x.comment != "bad"])
     matched = [matcher.align(m, o) for m, o in zip(mrs, outs)]
     out: dict[str, Any] = {"dev_entries": len(dev), "dev_texts": len(outs)}
-    engines = {"matcher": None, "matcher+aligner": "combined", "aligner": "aligner"}
+    engines = {"matcher": None, "matcher+aligner": "combined", "matcher+aligner-override": "override",
+               "aligner": "aligner"}
     for name, mode in engines.items():
         als = matched if mode is None else AlignedMatcher(matcher, aligner, mode, threshold=threshold).align_many(
             list(mrs), list(outs), matched=matched)
@@ -417,16 +426,18 @@ def measure_dev(export: str, data_dir=None, seed: int = 7, threshold: float | No
     ex = make_triple_examples(rows, matcher, TripleInventory.from_rows(train_rows), rng, p_found=1.0,
                               prop_rng=np.random.default_rng(seed + 1) if prop_negatives else None)
     out["generated"] = kind_counts(ex)
-    p = aligner.probs([e.pair for e in ex])[:, REALISED]
+    probs = aligner.probs([e.pair for e in ex])
+    p, wrong = probs[:, REALISED], probs.argmax(axis=1) == WRONG
     for name, mode in engines.items():
         t = None if mode is None else (threshold if threshold is not None else aligner.threshold_for(mode))
-        out.update({f"{k}/{name}": v for k, v in engine_figures(ex, p, t, mode == "combined").items()})
+        comb, over = mode in ("combined", "override"), (wrong if mode == "override" else None)
+        out.update({f"{k}/{name}": v for k, v in engine_figures(ex, p, t, comb, over).items()})
         out[f"threshold/{name}"] = t
         for kind in TRIPLE_KINDS:
             sub = [i for i, e in enumerate(ex) if e.kind == kind]
             if not sub:
                 continue
-            f = engine_figures([ex[i] for i in sub], p[sub], t, mode == "combined")
+            f = engine_figures([ex[i] for i in sub], p[sub], t, comb, None if over is None else over[sub])
             out[f"accuracy_{kind}/{name}"] = f["accuracy"]
     return out
 

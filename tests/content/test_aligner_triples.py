@@ -187,6 +187,36 @@ def test_aligned_matcher_decides_the_triples_the_matcher_calls_omitted():
                                                            ("omitted", "aligner")]
 
 
+def test_override_on_triples_asks_about_the_matcher_realised_ones_and_only_a_wrong_label_overrules_it():
+    class Wrong(StubAligner):
+        def probs(self, pairs):
+            out = super().probs(pairs)
+            for i, (q, _) in enumerate(pairs):
+                if q in self.wrong:
+                    out[i] = self.wrong[q]
+            return out
+
+    stub = Wrong({"alan bean | nationality | united states": 0.9, "alan bean | occupation | test pilot": 0.1})
+    stub.wrong = {"alan bean | birth place | wheeler, texas": [0.2, 0.3, 0.5]}
+    al = AlignedMatcher(Matcher(), stub, "override").align(MR, TEXT)
+    assert "alan bean | birth place | wheeler, texas" in stub.asked
+    assert [(v.slot, v.status, v.engine) for v in al.verdicts] == [("nationality", "realised", "aligner"),
+                                                                   ("birthPlace", "wrong", "aligner"),
+                                                                   ("occupation", "omitted", "aligner")]
+    # below the threshold but omitted more likely than wrong: the matcher's realised verdict stays
+    stub.wrong = {"alan bean | birth place | wheeler, texas": [0.2, 0.5, 0.3]}
+    al = AlignedMatcher(Matcher(), stub, "override").align(MR, TEXT)
+    assert (al.verdicts[1].status, al.verdicts[1].engine) == ("realised", "matcher")
+    # the generated-label figures of the same engine: a realised pair the matcher finds, overruled, is an error
+    from qe.content.aligner_triples import TripleExample
+
+    ex = [TripleExample("a", "t", WRONG, "prop", "p", matcher="realised"),
+          TripleExample("b", "t", REALISED, "fact", "p", matcher="realised")]
+    assert engine_figures(ex, np.array([0.2, 0.2]), 0.5)["error_recall"] == 0.0
+    m = engine_figures(ex, np.array([0.2, 0.2]), 0.5, overrule=np.array([True, False]))
+    assert (m["error_recall"], m["realised_recall"]) == (1.0, 1.0)
+
+
 def test_exports_leave_the_other_kind_of_mr_to_the_matcher():
     slots_mr = "name[The Eagle], priceRange[cheap]"
     on_triples = StubAligner({}, on_triples=True)
