@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from qe.content.align import Alignment, Matcher, Verdict
-from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Inventory, checkable, output_text, query
-from qe.content.aligner_triples import verdict_query
+from qe.content.aligner_data import (LABELS, OMITTED, REALISED, WRONG, Inventory, checkable, output_text, query,
+                                     verdict_query)
 from qe.content.lexicon import norm_value
 from qe.core.mr import TRIPLE_ACT
 from qe.core.surface import norm_slot

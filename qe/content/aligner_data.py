@@ -38,7 +38,7 @@ import numpy as np
 
 from qe.content.lexicon import UNCHECKED_VALUES, norm_tokens, norm_value, slot_kind
 from qe.core.mr import TRIPLE_ACT
-from qe.core.surface import norm_slot, property_words
+from qe.core.surface import entity_text, norm_slot, property_words
 
 LABELS = ("realised", "omitted", "wrong")
 REALISED, OMITTED, WRONG = 0, 1, 2
@@ -53,6 +53,20 @@ def query(slot: str, value: str | None = None) -> str:
     the slot's words alone for the additions question (``price range``)."""
     words = property_words(slot).lower()
     return words if value is None else f"{words} : {value}"
+
+
+def triple_query(prop: str, subject: str, obj: str) -> str:
+    """The query of an RDF triple (:mod:`qe.content.aligner_triples`): ``subject words | property words | object
+    words``. Here rather than there so that :mod:`qe.content.aligner` reads it without importing the label generator
+    (which imports the aligner to measure it)."""
+    return f"{entity_text(subject)} | {property_words(prop)} | {entity_text(obj)}"
+
+
+def verdict_query(slot: str, value: str | None) -> str:
+    """The query of a triple verdict of :class:`~qe.content.align.Matcher` (slot: the property; value:
+    ``subject | object``)."""
+    subj, _, obj = (value or "").partition(" | ")
+    return triple_query(slot, subj, obj)
 
 
 def output_text(text: str | Sequence[str]) -> str:

@@ -51,7 +51,8 @@ from typing import Any
 
 import numpy as np
 
-from qe.content.aligner_data import LABELS, OMITTED, REALISED, WRONG, Example, drop_spans, f1, output_text
+from qe.content.aligner_data import (LABELS, OMITTED, REALISED, WRONG, Example, drop_spans, f1, output_text,  # noqa: F401
+                                     triple_query, verdict_query)  # the queries live there: qe.content.aligner reads them too
 from qe.content.lexicon import norm_tokens
 from qe.core.surface import entity_text, property_words
 
@@ -71,18 +72,6 @@ _GENERIC_WORDS = frozenset({"place", "name", "date", "year", "number", "length",
                             "start", "end", "feet", "runway", "surface"})
 #: two properties stated between the same subject and object this often (share of the rarer one's pairs) are close
 _CLOSE_SHARE = 0.25
-
-
-def triple_query(prop: str, subject: str, obj: str) -> str:
-    """The query of a triple: ``subject words | property words | object words``."""
-    return f"{entity_text(subject)} | {property_words(prop)} | {entity_text(obj)}"
-
-
-def verdict_query(slot: str, value: str | None) -> str:
-    """The query of a triple verdict of :class:`~qe.content.align.Matcher` (slot: the property; value:
-    ``subject | object``)."""
-    subj, _, obj = (value or "").partition(" | ")
-    return triple_query(slot, subj, obj)
 
 
 @dataclass(frozen=True)

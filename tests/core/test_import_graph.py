@@ -173,7 +173,10 @@ def test_no_import_cycles():
     g = module_graph()
     for m in ("qe.zoo.archive", "qe.zoo.fingerprint", "qe.zoo.card", "qe.zoo", "qe.kinds"):
         assert "qe.registry" not in g[m], m
-    assert not {t for t in g["qe.kinds"] if t.startswith("qe.zoo")}
+    # qe.kinds may read the zoo's names from the package module (coverage's aligner= takes a zoo name), never its
+    # builder, archives or fingerprints; and that package module imports neither qe.kinds nor the registry
+    assert not {t for t in g["qe.kinds"] if t.startswith("qe.zoo.")}
+    assert not {t for t in g["qe.zoo"] if t in ("qe.kinds", "qe.registry") or t.startswith("qe.zoo.")}
 
 
 def test_an_import_cycle_is_found(tmp_path):
