@@ -443,7 +443,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-prop", action="store_true", help="no wrong-property (prop) negatives in the generated labels")
     a = ap.parse_args(argv)
-    print(json.dumps(measure_dev(a.export, a.data_dir, a.seed, a.threshold, not a.no_prop), indent=1))
+    from qe.core.jsonio import dumps
+
+    print(dumps(measure_dev(a.export, a.data_dir, a.seed, a.threshold, not a.no_prop), indent=1))
     return 0
 
 
