@@ -11,7 +11,9 @@ model and precision:
 * ``sentences``: ``trainer=gpu ~lm_gpu``: ``data.batch_size`` sentences per batch (128 for Brown + WikiText-2) and
   the model's learning rate (the CPU recipes' batching, on the GPU);
 * ``gpu_default``: ``trainer=gpu``: batches of ``lm_gpu.max_tokens`` padded tokens and the learning rate of the
-  square-root rule (conf/trainer/gpu.yaml).
+  ``lm_gpu.lr_scaling`` rule (conf/trainer/gpu.yaml: 8,192 tokens and the linear rule, chosen with this script);
+* one more run per ``--variant NAME=OV;OV...`` (``trainer=gpu`` plus those overrides; ``tokens=N`` gives it its own
+  token count, e.g. for runs of equal wall time).
 
 Each trains for ``ceil(tokens / mean target tokens per batch)`` steps, so both see about ``--tokens`` training
 tokens (targets, ``</s>`` included), validates ``--evals`` times on the way and once at the end, and reports the
