@@ -259,24 +259,23 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     return TaskParts(module=module, datamodule=dm, demo=_demo_triples)
 
 
-def _demo_triples(path, cfg) -> None:
+def _print_demo(path, mr: str, text: str) -> None:
+    """The export's verdicts on one MR and output (what ``qe train`` shows after writing it)."""
     from qe.content.scorer import CoverageScorer
 
-    mr = '[["Alan_Bean", "nationality", "United_States"], ["Alan_Bean", "birthPlace", "Wheeler,_Texas"]]'
-    text = "Alan Bean, an American, was born in Wheeler, Texas."
     for v in CoverageScorer(aligner=str(path)).details([text], mrs=[mr])[0]["verdicts"]:
         print(f"{v['engine']:8s} {v['slot']}={v.get('value')}: {v['status']}"
               + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
+
+
+def _demo_triples(path, cfg) -> None:
+    _print_demo(path, '[["Alan_Bean", "nationality", "United_States"], ["Alan_Bean", "birthPlace", "Wheeler,_Texas"]]',
+                "Alan Bean, an American, was born in Wheeler, Texas.")
 
 
 def _demo(path, cfg) -> None:
-    from qe.content.scorer import CoverageScorer
-
-    mr = "name[The Eagle], priceRange[cheap], familyFriendly[yes], customer rating[5 out of 5]"
-    text = "The Eagle is not pricey, welcomes kids and its guests love it."
-    for v in CoverageScorer(aligner=str(path)).details([text], mrs=[mr])[0]["verdicts"]:
-        print(f"{v['engine']:8s} {v['slot']}={v.get('value')}: {v['status']}"
-              + (f" (p {v['confidence']:.2f})" if "confidence" in v else ""))
+    _print_demo(path, "name[The Eagle], priceRange[cheap], familyFriendly[yes], customer rating[5 out of 5]",
+                "The Eagle is not pricey, welcomes kids and its guests love it.")
 
 
 __all__ = ["ContentAlignerModule", "build_content_aligner", "build_triples", "calibrate", "read_rows", "split_rows",

@@ -121,7 +121,8 @@ KIND_CARDS: dict[str, dict[str, Any]] = {
         "scores": "`coverage` of each output: the share of its MR's facts it realises, less wrong, added and repeated "
                   "ones (qe.content.scorer), in [0, 1], higher is better; `details` gives a verdict per fact "
                   "(realised / omitted / wrong) naming its engine. A MiniLM cross-encoder over `slot : value [SEP] "
-                  "output` decides the facts the lexicon matcher found nothing about. Loaded by itself it uses the "
+                  "output` (`subject | property | object [SEP] output` for an aligner trained on RDF triples) "
+                  "decides the facts the lexicon matcher found nothing about. Loaded by itself it uses the "
                   "lexicon its training data names (`e2e` for E2E-trained aligners); `lexicon=`, `aligner_mode=`, "
                   "`aligner_threshold=` override.",
         "inputs": "Outputs and their MRs (required): E2E attribute lists, dialogue acts, JSON maps. Facts without "
