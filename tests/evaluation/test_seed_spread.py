@@ -1,0 +1,50 @@
+"""experiments.seed_spread: per-seed correlations, their mean and sd, and Williams tests against a reference metric."""
+import json
+
+import numpy as np
+import pytest
+
+from experiments import seed_spread
+
+
+def _folder(path, scores, human, ref=None):
+    path.mkdir()
+    with open(path / "scores.jsonl", "w") as fh:
+        for i, (s, h) in enumerate(zip(scores, human)):
+            row = {"id": f"r{i}", "system": "A" if i % 2 else "B", "ratings": {"quality": float(h)},
+                   "scores": {"m": float(s), **({"ref": float(ref[i])} if ref is not None else {})}}
+            fh.write(json.dumps(row) + "\n")
+    (path / "correlations.csv").write_text(
+        "level,protocol,subset,units,rating,metric,method,r\n"
+        "system,system means,all,systems,quality,m,spearman,1.0\n"
+        "system,system means,all,systems,quality,m,pearson,0.5\n")
+    return path
+
+
+def test_means_spread_and_williams(tmp_path):
+    rng = np.random.default_rng(0)
+    human = rng.normal(size=200)
+    good = human + rng.normal(scale=0.5, size=200)
+    noisy = human + rng.normal(scale=2.0, size=200)
+    ref = human + rng.normal(scale=1.0, size=200)
+    a = _folder(tmp_path / "a", good, human, ref=ref)
+    b = _folder(tmp_path / "b", noisy, human)
+    res = seed_spread.spread([a, b], ["m"], ["ref"], ["quality"])
+    row = res["rows"][0]
+    assert row["metric"] == "m" and len(row["spearman"]) == 2
+    assert row["pearson"][0] == pytest.approx(np.corrcoef(human, good)[0, 1])
+    assert row["system_pearson"] == [0.5, 0.5]
+    w = {x["folder"]: x for x in res["williams"]}
+    assert w[str(a)]["p_metric_better_r"] < 0.01 < w[str(b)]["p_metric_better_r"]  # good beats ref, noisy does not
+    assert w[str(b)]["p_against_better_r"] < 0.01
+    text = seed_spread.table(res)
+    assert "| quality | m |" in text and "| quality | ref |" in text and "±" in text
+
+
+def test_folders_must_hold_the_same_records(tmp_path):
+    a = _folder(tmp_path / "a", [1, 2, 3, 4], [1, 2, 3, 5])
+    b = _folder(tmp_path / "b", [1, 2, 3], [1, 2, 3])
+    with pytest.raises(SystemExit, match="other record ids"):
+        seed_spread.spread([a, b], ["m"], [], ["quality"])
+    with pytest.raises(SystemExit, match="--against nope: scored in none"):
+        seed_spread.spread([a], ["m"], ["nope"], ["quality"])
