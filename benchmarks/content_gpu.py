@@ -15,9 +15,9 @@ Steps, in order, each a subprocess with its own time limit; no step starts after
 5. the seed-42 WebNLG export's dev measurement (``python -m qe.content.aligner_triples``: realised recall on the dev
    references and the generated dev labels, as docs/results/content.md reports for the 400-step CPU export).
 
-Everything lands in ``--out``: ``summary.json`` (per step: command, status, seconds; the dev figures and the
-ratings' instance / system correlations parsed from each run's own summary), ``<step>.log`` and, per evaluation, its
-``summary.json`` / ``report.md`` / scores, packed with the logs into ``content_gpu.tgz`` by the caller if wanted.
+Everything lands in ``--out``: ``summary.json`` (per step: command, status, seconds; the dev figures; per evaluation the number of
+outputs scored and, when its analysis finished, the instance / system correlations with correctness and data
+coverage), ``<step>.log``, the built models under ``models_s*/`` and each evaluation folder (``eval_s*/``).
 
 The meta-evaluation after scoring needs ``pingouin`` and ``krippendorff``; where they are missing (the device tool's
 image) ``qe evaluate`` stops after writing every score, and the same ``qe evaluate`` command run elsewhere on a copy of
@@ -33,6 +33,7 @@ before (docs/results/content.md); the ratings are reported.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import shlex
@@ -44,7 +45,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-CRITERIA = ("correctness", "data coverage", "fluency", "relevance", "text structure")
+CRITERIA = ("correctness", "data_coverage")
 
 
 def evaluate_cmd(export: Path, out_dir: Path, smoke: bool) -> list[str]:
@@ -88,14 +89,33 @@ def steps(out: Path, smoke: bool) -> list[tuple[str, list[str], float]]:
 
 
 def ratings_figures(eval_dir: Path) -> dict[str, Any]:
-    """Instance (flatten) and system Spearman / Pearson per scorer and criterion from an evaluation's summary."""
-    path = eval_dir / "summary.json"
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text())
+    """What an evaluation folder holds: how many outputs have scores and, when the analysis finished
+    (``correlations.csv``), per scorer the instance (all outputs) and system-level Spearman / Pearson for
+    :data:`CRITERIA`."""
+    out: dict[str, Any] = {}
+    scores = eval_dir / "scores.jsonl"
+    if scores.is_file():
+        with open(scores, encoding="utf-8") as fh:
+            out["outputs_scored"] = sum(1 for _ in fh)
+    corr = eval_dir / "correlations.csv"
+    if not corr.is_file():
+        out["correlations"] = None
+        out["why"] = "no correlations.csv: rerun the same qe evaluate on a copy of the folder where the analysis runs"
+        return out
+    table: dict[str, dict[str, float]] = {}
+    with open(corr, encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            inst = r["level"] == "instance" and r["protocol"] == "none" and r["subset"] == "all"
+            syst = r["level"] == "system"
+            if r["rating"] in CRITERIA and r["method"] in ("spearman", "pearson") and (inst or syst):
+                key = f"{r['rating']}/{'instance' if inst else 'system'}_{r['method']}"
+                table.setdefault(r["metric"], {})[key] = float(r["r"]) if r["r"] else None
+    out["correlations"] = table
+    return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, plan=None) -> int:
+    """Run the steps (``plan``: another step list, for tests) and write ``summary.json``; 0 when none failed."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="outputs/content_gpu")
     ap.add_argument("--deadline", type=float, default=560.0, help="start no step after this many seconds")
@@ -118,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["git_commit"] = r.stdout.strip() or None
     only = set(a.only.split(",")) if a.only else None
     failed_builds: set[str] = set()
-    for name, cmd, limit in steps(out, a.smoke):
+    for name, cmd, limit in (plan or steps)(out, a.smoke):
         if only and name not in only:
             continue
         rec: dict[str, Any] = {"name": name, "command": shlex.join(cmd), "limit_s": limit}
@@ -148,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                     failed_builds.add(name)
             elif name.startswith("dev"):
                 try:
-                    rec["figures"] = json.loads(text[text.index("{"):])
+                    rec["figures"] = json.loads(text[text.index("{"):text.rindex("}") + 1])
                 except ValueError:
                     rec["figures"] = None
-            elif name.startswith("eval"):
+            if name.startswith("eval"):  # also after a failed analysis: the scores may all be there
                 rec["figures"] = ratings_figures(out / name.replace("eval_webnlg_", "eval_"))
             print(f"[{time.time() - t_start:6.0f} s] {name}: {rec['status']} in {rec['seconds']} s", flush=True)
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
