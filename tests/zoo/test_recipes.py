@@ -144,10 +144,9 @@ OLD = {
         "trainer=gpu trainer.precision=32-true trainer.max_steps=-1 trainer.max_epochs=1 "
         "trainer.val_check_interval=500 trainer.deterministic=true"),
     "content-aligner-webnlg": (
-        "task=content_aligner data.source=webnlg data.max_length=128 data.val_fraction=0.05 trainer.max_steps=400 "
-        "seed=42 trainer.enable_progress_bar=false",
-        "trainer=gpu trainer.precision=32-true trainer.max_steps=-1 trainer.max_epochs=1 "
-        "trainer.val_check_interval=500 trainer.deterministic=true"),
+        "task=content_aligner data.source=webnlg data.max_length=128 data.val_fraction=0.05 trainer.max_steps=-1 "
+        "trainer.max_epochs=1 trainer.val_check_interval=500 seed=42 trainer.enable_progress_bar=false",
+        "trainer=gpu trainer.precision=32-true trainer.deterministic=true"),
     "_tiny-slor": (
         "data=lm_sample model=lstm_lm_small model.hidden_size=32 model.embedding_dim=32 model.dropout=0.3 "
         "trainer=cpu trainer.max_epochs=2 +trainer.limit_train_batches=4 +trainer.limit_val_batches=2 "
