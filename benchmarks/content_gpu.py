@@ -66,7 +66,7 @@ def build_cmd(name: str, models: Path, smoke: bool, seed: int | None = None) -> 
     """``qe zoo build NAME --gpu`` (``--smoke``: the CPU schedule cut to 2 steps on 64 training rows)."""
     if smoke:
         extra = ("trainer.max_steps=2", "data.max_train=64", "data.max_val=32", "trainer.val_check_interval=1")
-        code = ("import sys; from qe.zoo.build import build; "
+        code = ("from qe.zoo.build import build; "
                 f"build({name!r}, {str(models)!r}, extra={extra!r}, seed={seed!r})")
         return [PY, "-c", code]
     return [PY, "-m", "qe", "zoo", "--models-dir", str(models), "build", name, "--gpu",

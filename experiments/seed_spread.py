@@ -5,7 +5,8 @@ and Williams tests of each seed's scorer against reference metrics scored in one
         --metrics coverage_aligner coverage_aligner_only --against chrf bertscore \
         --ratings correctness data_coverage fluency relevance text_structure
 
-Each folder is one seed's evaluation of the same dataset (the same record ids). Per rating and metric: the instance
+Each folder is one seed's evaluation of the same dataset (the same record ids); an output without a score or
+rating (null) is left out of the correlations that need it, and Williams' test drops it too. Per rating and metric: the instance
 Spearman and Pearson correlation of every seed (all outputs, flattened, as ``qe evaluate``'s ``correlations.csv``
 reports them), their mean and standard deviation (n - 1), and the system-level Spearman and Pearson over system
 means read from each folder's ``correlations.csv``. ``--against`` names metrics found in any one folder's
@@ -78,8 +79,8 @@ def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[st
         ok = ~np.isnan(human)
         for m in metrics:
             per = [column(r, ids, "scores", m, f) for f, r in zip(folders, runs)]
-            rho = [float(spearmanr(human[ok], x[ok]).statistic) for x in per]
-            r = [float(pearsonr(human[ok], x[ok]).statistic) for x in per]
+            rho = [float(spearmanr(human[both], x[both]).statistic) for x in per if (both := ok & ~np.isnan(x)).any()]
+            r = [float(pearsonr(human[both], x[both]).statistic) for x in per if (both := ok & ~np.isnan(x)).any()]
             sys_rho = [s.get((rating, m, "spearman"), np.nan) for s in systems]
             sys_r = [s.get((rating, m, "pearson"), np.nan) for s in systems]
             out["rows"].append({"rating": rating, "metric": m, "spearman": rho, "pearson": r,
@@ -92,9 +93,10 @@ def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[st
                                             "p_metric_better_r": t_r.p, "p_against_better_r": 1 - t_r.p,
                                             "p_metric_better_rank": t_rank.p, "p_against_better_rank": 1 - t_rank.p})
         for ref, x_ref in refs.items():
+            both = ok & ~np.isnan(x_ref)
             out["rows"].append({"rating": rating, "metric": ref,
-                                "spearman": [float(spearmanr(human[ok], x_ref[ok]).statistic)],
-                                "pearson": [float(pearsonr(human[ok], x_ref[ok]).statistic)],
+                                "spearman": [float(spearmanr(human[both], x_ref[both]).statistic)],
+                                "pearson": [float(pearsonr(human[both], x_ref[both]).statistic)],
                                 "system_spearman": [next((s[(rating, ref, "spearman")] for s in systems
                                                           if (rating, ref, "spearman") in s), np.nan)],
                                 "system_pearson": [next((s[(rating, ref, "pearson")] for s in systems

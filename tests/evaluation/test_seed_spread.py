@@ -41,6 +41,20 @@ def test_means_spread_and_williams(tmp_path):
     assert "| quality | m |" in text and "| quality | ref |" in text and "±" in text
 
 
+def test_a_missing_score_is_left_out_not_nan(tmp_path):
+    human = np.arange(20, dtype=float)
+    scores = human.copy()
+    scores[3] = np.nan
+    a = tmp_path / "a"
+    a.mkdir()
+    with open(a / "scores.jsonl", "w") as fh:
+        for i, (s, h) in enumerate(zip(scores, human)):
+            fh.write(json.dumps({"id": f"r{i}", "ratings": {"quality": h},
+                                 "scores": {"m": None if np.isnan(s) else s}}) + "\n")
+    row = seed_spread.spread([a], ["m"], [], ["quality"])["rows"][0]
+    assert row["spearman"] == [pytest.approx(1.0)] and row["pearson"] == [pytest.approx(1.0)]
+
+
 def test_folders_must_hold_the_same_records(tmp_path):
     a = _folder(tmp_path / "a", [1, 2, 3, 4], [1, 2, 3, 5])
     b = _folder(tmp_path / "b", [1, 2, 3], [1, 2, 3])
