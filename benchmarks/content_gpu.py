@@ -2,6 +2,7 @@
 
     python benchmarks/content_gpu.py --out /tmp/content_gpu            # on a CUDA machine, about 10 minutes
     python benchmarks/content_gpu.py --smoke --out /tmp/content_smoke  # the same steps on CPU, tiny (checks the script)
+    python benchmarks/content_gpu.py --plan e2e --out /tmp/content_e2e  # the E2E aligner's (below), about 8 minutes
 
 Steps, in order, each a subprocess with its own time limit; no step starts after ``--deadline`` seconds:
 
@@ -14,6 +15,18 @@ Steps, in order, each a subprocess with its own time limit; no step starts after
 4. ``qe zoo build content-aligner-e2e --gpu``, timed (GPU time for the zoo table);
 5. the seed-42 WebNLG export's dev measurement (``python -m qe.content.aligner_triples``: realised recall on the dev
    references and the generated dev labels, as docs/results/content.md reports for the 400-step CPU export).
+
+``--plan e2e`` measures the E2E aligner's GPU schedule instead (docs/results/content.md, "E2E aligner, one full
+pass"), its builds run side by side on the one GPU (``group`` below: the small MiniLM batches leave it mostly idle,
+so concurrent processes are how the time fits; each build's seconds are then wall time under that sharing):
+
+1. for seeds 42, 1 and 2, the two cross-fitted exports of docs/results/content.md (``data.held_out=[0,1]`` and
+   ``[2,3,4]``) with the recipe's GPU schedule (one full pass, validated at each quarter of it), and
+   ``qe zoo build content-aligner-e2e --gpu`` (seed 42), all seven at once;
+2. ``python -m experiments.content_e2e`` per seed with that seed's two exports (slot-level omissions / additions on
+   E2E dev gold: the seed spread), three at once;
+3. the same two exports with the CPU recipe's 400 steps, seeds 1 and 2 (seed 42 is the documented CPU pair), and
+   their ``content_e2e`` measurement: the schedule comparison at equal seeds.
 
 Everything lands in ``--out``: ``summary.json`` (per step: command, status, seconds; the dev figures; per evaluation the number of
 outputs scored and, when its analysis finished, the instance / system correlations with correctness and data
@@ -92,6 +105,63 @@ def steps(out: Path, smoke: bool) -> list[tuple[str, list[str], float]]:
     ]
 
 
+def train_cmd(export: Path, run_dir: Path, held_out: str, seed: int, smoke: bool, full_pass: bool = True) -> list[str]:
+    """One cross-fitted E2E aligner (``held_out``: the folds left out, as in docs/results/content.md): the zoo
+    recipe's GPU schedule (one full pass) or, ``full_pass=False``, the CPU schedule's 400 steps on the GPU."""
+    if smoke:
+        sched = ["trainer.max_steps=2", "data.max_train=64", "data.max_val=32", "trainer.val_check_interval=1"]
+    elif full_pass:
+        sched = ["trainer=gpu", "trainer.precision=32-true", "trainer.max_steps=-1", "trainer.max_epochs=1",
+                 *FULL_PASS_VALIDATION, "trainer.deterministic=true"]
+    else:
+        sched = ["trainer=gpu", "trainer.precision=32-true", "trainer.max_steps=400", "trainer.deterministic=true"]
+    return [PY, "-m", "qe", "train", "task=content_aligner", f"data.held_out={held_out}", f"seed={seed}",
+            f"export_dir={export}", f"hydra.run.dir={run_dir}", "trainer.enable_progress_bar=false", *sched]
+
+
+def e2e_eval_cmd(exports: list[Path], json_out: Path, smoke: bool) -> list[str]:
+    """Slot-level omissions / additions on E2E dev gold with one seed's two cross-fitted exports."""
+    engines = ["matcher+aligner"] if smoke else ["matcher", "aligner", "matcher+aligner", "matcher+aligner-override"]
+    return [PY, "-m", "experiments.content_e2e", "--engines", *engines, "--folds", "5", "--min-count", "10",
+            "--aligner", *map(str, exports), "--json", str(json_out)]
+
+
+FOLDS = (("f01", "[0,1]"), ("f234", "[2,3,4]"))
+# validated at each quarter of the one pass, the last a few steps before its end: with an integer interval
+# (every 500 steps) Lightning never validates the pass's last steps, and a fold of 979 steps was validated once
+FULL_PASS_VALIDATION = ("trainer.val_check_interval=0.25", "trainer.check_val_every_n_epoch=1")
+
+
+def steps_e2e(out: Path, smoke: bool) -> list[tuple[str, list[str], float, str]]:
+    """(name, command, time limit, group): steps of one group run at the same time."""
+    plan: list[tuple[str, list[str], float, str]] = []
+    for seed in (42, 1, 2):
+        for fold, held in FOLDS:
+            plan.append((f"train_full_s{seed}_{fold}", train_cmd(out / f"full_s{seed}_{fold}", out / "runs" /
+                         f"full_s{seed}_{fold}", held, seed, smoke), 380, "train_full"))
+    plan.append(("build_e2e_s42", build_cmd("content-aligner-e2e", out / "models_s42", smoke), 380, "train_full"))
+    for seed in (42, 1, 2):
+        ex = [out / f"full_s{seed}_{f}" for f, _ in FOLDS]
+        plan.append((f"e2e_full_s{seed}", e2e_eval_cmd(ex, out / f"e2e_full_s{seed}.json", smoke), 120, "eval_full"))
+    for seed in (1, 2):
+        for fold, held in FOLDS:
+            plan.append((f"train_400_s{seed}_{fold}", train_cmd(out / f"s400_s{seed}_{fold}", out / "runs" /
+                         f"s400_s{seed}_{fold}", held, seed, smoke, full_pass=False), 150, "train_400"))
+    for seed in (1, 2):
+        ex = [out / f"s400_s{seed}_{f}" for f, _ in FOLDS]
+        plan.append((f"e2e_400_s{seed}", e2e_eval_cmd(ex, out / f"e2e_400_s{seed}.json", smoke), 150, "eval_400"))
+    return plan
+
+
+def _needs(cmd: list[str], out: Path) -> list[str]:
+    """The exports an E2E measurement reads (the arguments after ``--aligner``) that this run was to build."""
+    if "--aligner" not in cmd:
+        return []
+    after = cmd[cmd.index("--aligner") + 1:]
+    paths = after[:next((i for i, x in enumerate(after) if x.startswith("--")), len(after))]
+    return [x for x in paths if x.startswith(str(out))]
+
+
 def ratings_figures(eval_dir: Path) -> dict[str, Any]:
     """What an evaluation folder holds: how many outputs have scores and, when the analysis finished
     (``correlations.csv``), per scorer the instance (all outputs) and system-level Spearman / Pearson for
@@ -125,6 +195,8 @@ def main(argv: list[str] | None = None, plan=None) -> int:
     ap.add_argument("--deadline", type=float, default=560.0, help="start no step after this many seconds")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--only", default=None, help="comma-separated step names")
+    ap.add_argument("--plan", choices=("webnlg", "e2e"), default="webnlg",
+                    help="webnlg: the WebNLG aligner's builds and ratings (default); e2e: the E2E aligner's")
     a = ap.parse_args(argv)
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -142,29 +214,57 @@ def main(argv: list[str] | None = None, plan=None) -> int:
     summary["git_commit"] = r.stdout.strip() or None
     only = set(a.only.split(",")) if a.only else None
     failed_builds: set[str] = set()
-    for name, cmd, limit in (plan or steps)(out, a.smoke):
-        if only and name not in only:
-            continue
-        rec: dict[str, Any] = {"name": name, "command": shlex.join(cmd), "limit_s": limit}
-        summary["steps"].append(rec)
-        left = a.deadline - (time.time() - t_start)
-        seed = name.rsplit("_", 1)[-1]
-        if left < 20:
-            rec.update(status="skipped", why=f"deadline ({a.deadline:.0f} s) reached")
-        elif not name.startswith("build") and f"build_webnlg_{seed}" in failed_builds:
-            rec.update(status="skipped", why=f"build_webnlg_{seed} did not finish")
+    plan_fn = plan or (steps_e2e if a.plan == "e2e" else steps)
+    todo = [tuple(st) + (None,) * (4 - len(st)) for st in plan_fn(out, a.smoke)]
+    todo = [st for st in todo if not only or st[0] in only]
+    groups: list[list[tuple]] = []
+    for st in todo:  # consecutive steps of one (non-empty) group run together
+        if groups and st[3] is not None and groups[-1][0][3] == st[3]:
+            groups[-1].append(st)
         else:
-            t0 = time.time()
-            log = out / f"{name}.log"
-            print(f"[{time.time() - t_start:6.0f} s] {name}: {rec['command']}", flush=True)
-            try:
-                with open(log, "w", encoding="utf-8") as fh:
-                    p = subprocess.run(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                       timeout=min(limit, max(left, 20)))
-                rec.update(rc=p.returncode, status="passed" if p.returncode == 0 else "failed")
-            except subprocess.TimeoutExpired:
-                rec.update(rc=None, status="timeout")
-            rec["seconds"] = round(time.time() - t0, 1)
+            groups.append([st])
+    for group in groups:
+        running = []
+        for name, cmd, limit, _ in group:
+            rec: dict[str, Any] = {"name": name, "command": shlex.join(cmd), "limit_s": limit}
+            summary["steps"].append(rec)
+            left = a.deadline - (time.time() - t_start)
+            seed = name.rsplit("_", 1)[-1]
+            missing = [x for x in _needs(cmd, out) if not Path(x).exists()]
+            if left < 20:
+                rec.update(status="skipped", why=f"deadline ({a.deadline:.0f} s) reached")
+            elif not name.startswith(("build", "train")) and f"build_webnlg_{seed}" in failed_builds:
+                rec.update(status="skipped", why=f"build_webnlg_{seed} did not finish")
+            elif missing:
+                rec.update(status="skipped", why=f"not built: {', '.join(missing)}")
+            else:
+                log = out / f"{name}.log"
+                print(f"[{time.time() - t_start:6.0f} s] {name}: {rec['command']}", flush=True)
+                fh = open(log, "w", encoding="utf-8")
+                # side by side, the processes share the cores: without a cap each torch takes them all
+                threads = max(1, (os.cpu_count() or 1) // len(group))
+                penv = env if len(group) == 1 else dict(env, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+                rec["threads"] = None if len(group) == 1 else threads
+                proc = subprocess.Popen(cmd, cwd=REPO, env=penv, stdout=fh, stderr=subprocess.STDOUT)
+                running.append((rec, proc, fh, log, time.time(), min(limit, max(left, 20))))
+        ends: dict[int, float] = {}
+        while len(ends) < len(running):  # poll: each step's own end time, also when they run side by side
+            for i, (rec, proc, fh, log, t0, limit) in enumerate(running):
+                if i in ends:
+                    continue
+                if proc.poll() is not None:
+                    ends[i] = time.time()
+                    rec.update(rc=proc.returncode, status="passed" if proc.returncode == 0 else "failed")
+                elif time.time() - t0 > limit:
+                    proc.kill()
+                    proc.wait()
+                    ends[i] = time.time()
+                    rec.update(rc=None, status="timeout")
+            time.sleep(0.5)
+        for i, (rec, proc, fh, log, t0, limit) in enumerate(running):
+            fh.close()
+            rec["seconds"] = round(ends[i] - t0, 1)
+            name = rec["name"]
             text = log.read_text(errors="replace")
             if rec["status"] != "passed":
                 rec["tail"] = text[-2000:]
@@ -178,6 +278,7 @@ def main(argv: list[str] | None = None, plan=None) -> int:
             if name.startswith("eval"):  # also after a failed analysis: the scores may all be there
                 rec["figures"] = ratings_figures(out / name.replace("eval_webnlg_", "eval_"))
             print(f"[{time.time() - t_start:6.0f} s] {name}: {rec['status']} in {rec['seconds']} s", flush=True)
+            (out / "summary.json").write_text(json.dumps(summary, indent=1))
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
     summary["seconds"] = round(time.time() - t_start, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -66,3 +66,45 @@ def test_a_failed_build_skips_its_evaluation_and_the_run_says_so(cg, tmp_path):
     assert st["eval_webnlg_s42"]["status"] == "skipped" and "did not finish" in st["eval_webnlg_s42"]["why"]
     assert st["build_webnlg_s1"]["status"] == "passed"
     assert st["dev_webnlg_s1"]["figures"] == {"x": 1}
+
+
+def test_e2e_plan_trains_both_folds_per_seed_and_validates_the_end_of_the_pass(cg, tmp_path):
+    plan = cg.steps_e2e(tmp_path, smoke=False)
+    names = [p[0] for p in plan]
+    assert {n for n in names if n.startswith("train_full")} == {
+        f"train_full_s{s}_{f}" for s in (42, 1, 2) for f in ("f01", "f234")}
+    cmd = dict((p[0], p[1]) for p in plan)
+    full = cmd["train_full_s1_f234"]
+    assert "data.held_out=[2,3,4]" in full and "seed=1" in full and "trainer=gpu" in full
+    # an integer interval never validates the pass's last steps: a fraction of the epoch does
+    assert "trainer.val_check_interval=0.25" in full and "trainer.check_val_every_n_epoch=1" in full
+    assert "trainer.max_steps=400" in cmd["train_400_s2_f01"]
+    ev = cmd["e2e_full_s2"]
+    assert ev[ev.index("--aligner") + 1:ev.index("--json")] == [str(tmp_path / "full_s2_f01"),
+                                                                 str(tmp_path / "full_s2_f234")]
+    assert cg._needs(ev, tmp_path) == [str(tmp_path / "full_s2_f01"), str(tmp_path / "full_s2_f234")]
+    groups = [p[3] for p in plan]
+    assert groups[:7] == ["train_full"] * 7 and groups[7:10] == ["eval_full"] * 3
+
+
+def test_a_group_runs_side_by_side_with_its_own_times_threads_and_skips(cg, tmp_path):
+    py = sys.executable
+    sleep = "import os, time; time.sleep({}); print(os.environ.get('OMP_NUM_THREADS'))"
+
+    def plan(out, smoke):
+        return [("train_a", [py, "-c", sleep.format(1.5)], 30, "g"),
+                ("train_b", [py, "-c", sleep.format(0.2)], 30, "g"),
+                ("train_slow", [py, "-c", sleep.format(30)], 2, "g"),
+                ("e2e_a", [py, "-c", "print(1)", "--aligner", str(out / "missing_export"), "--json", "x"], 30, "h")]
+
+    t0 = __import__("time").time()
+    rc = cg.main(["--out", str(tmp_path)], plan=plan)
+    took = __import__("time").time() - t0
+    st = {s["name"]: s for s in json.loads((tmp_path / "summary.json").read_text())["steps"]}
+    assert rc == 1 and took < 6  # side by side: about the slowest step's limit, not the sum
+    assert st["train_a"]["status"] == st["train_b"]["status"] == "passed"
+    assert st["train_b"]["seconds"] < st["train_a"]["seconds"]  # each step's own end, not when it was collected
+    assert st["train_slow"]["status"] == "timeout"
+    threads = str(max(1, (__import__("os").cpu_count() or 1) // 3))
+    assert st["train_a"]["threads"] == int(threads) and (tmp_path / "train_a.log").read_text().strip() == threads
+    assert st["e2e_a"]["status"] == "skipped" and "missing_export" in st["e2e_a"]["why"]
