@@ -3,6 +3,7 @@ development references (docs/results/content.md).
 
     python -m experiments.content_e2e                     # every engine, 5 folds
     python -m experiments.content_e2e --engines matcher --folds 5 --json out.json
+    python -m experiments.content_e2e --spread s42.json s1.json s2.json   # mean ± sd over seeds' --json files
 
 Gold: ``devel-fixed.no-ol.csv`` gives, for 4,299 human references, the MR each was written for (``orig_mr``) and the
 MR it realises (``mr``, re-annotated by Dušek, Howcroft & Rieser 2019). For every fact of ``orig_mr`` an engine says
@@ -70,7 +71,7 @@ def aligner_for_folds(paths: list[str], folds: int, seed: int) -> dict[int, str]
 
 
 def evaluate(rows: list[dict], engine: str, folds: int = 5, seed: int = 1, aligners: list[str] | None = None,
-             **mine_kw) -> dict:
+             device: str | None = None, **mine_kw) -> dict:
     from qe.content import Matcher, mine
     from qe.content.aligner_data import fold_of, gold_counts
 
@@ -99,7 +100,7 @@ def evaluate(rows: list[dict], engine: str, folds: int = 5, seed: int = 1, align
             from qe.content.aligner import AlignedMatcher, Aligner
 
             if by_fold[k] not in loaded:
-                loaded[by_fold[k]] = Aligner.load(by_fold[k], device="cpu")
+                loaded[by_fold[k]] = Aligner.load(by_fold[k], device=device)  # None: CUDA when there is one
             mode = {"aligner": "aligner", "matcher+aligner": "combined", "matcher+aligner-override": "override"}[engine]
             eng = AlignedMatcher(m, loaded[by_fold[k]], mode)  # the export's threshold and additions for the mode
             thresholds[k] = {"threshold": eng.threshold, "additions": eng.additions}
@@ -197,6 +198,31 @@ def slot_table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def spread(runs: list[list[dict]]) -> str:
+    """Mean ± sd over runs (``--json`` files of the same engines with the aligners of other seeds), one row per
+    engine: omission and addition P / R / F1, MR exactly right."""
+    import statistics
+
+    def ms(xs: list[float]) -> str:
+        xs = [x for x in xs if x == x]
+        if not xs:
+            return "–"
+        return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"
+
+    engines = [r["engine"] for r in runs[0]]
+    for i, run in enumerate(runs[1:], 2):
+        if [r["engine"] for r in run] != engines:
+            raise SystemExit(f"--spread: file {i} has engines {[r['engine'] for r in run]}, the first {engines}")
+    lines = [f"{len(runs)} runs, mean ± sd", "",
+             "| engine | omissions P | R | F1 | additions P | R | F1 | MR exactly right |",
+             "|---|---|---|---|---|---|---|---|"]
+    for j, e in enumerate(engines):
+        cells = [ms([run[j][kind][m] for run in runs]) for kind in ("omissions", "additions")
+                 for m in ("precision", "recall", "f1")]
+        lines.append(f"| {e} | " + " | ".join(cells) + f" | {ms([run[j]['exact_mr'] for run in runs])} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engines", nargs="+", default=None,
@@ -214,7 +240,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--min-precision", type=float, default=0.9)
     ap.add_argument("--min-share", type=float, default=0.1)
+    ap.add_argument("--device", default=None, help="where the aligners run (default: CUDA when there is one)")
+    ap.add_argument("--spread", nargs="+", default=None, metavar="JSON",
+                    help="only summarise --json files of earlier runs (other seeds): mean ± sd per engine")
     a = ap.parse_args(argv)
+    if a.spread:
+        runs = []
+        for f in a.spread:
+            with open(f, encoding="utf-8") as fh:
+                runs.append(json.load(fh))
+        print(spread(runs))
+        return 0
     from qe.data.e2e import e2e_slot_gold
 
     engines = a.engines or (["rules", "matcher"] + (list(ALIGNER_ENGINES) if a.aligner else []))
@@ -227,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for e in engines:
         t0 = time.time()
-        res = evaluate(rows, e, a.folds, a.seed, aligners=a.aligner, min_count=a.min_count,
+        res = evaluate(rows, e, a.folds, a.seed, aligners=a.aligner, device=a.device, min_count=a.min_count,
                        min_precision=a.min_precision, min_share=a.min_share)
         res["seconds"] = round(time.time() - t0, 1)
         results.append(res)

@@ -199,3 +199,27 @@ def test_scores_then_details_of_the_same_outputs_align_once(monkeypatch):
     assert len(calls) == 1
     s.score(["B ."], mrs=["name[B]"])
     assert len(calls) == 2
+
+
+def test_content_e2e_spread_summarises_seeds_and_refuses_mismatched_engines(tmp_path, capsys):
+    from experiments.content_e2e import main
+
+    def run(f_om, f_add, exact):
+        prf = lambda f: {"precision": f, "recall": f, "f1": f}  # noqa: E731
+        return [{"engine": "matcher", "omissions": prf(0.7), "additions": prf(0.5), "exact_mr": 0.7},
+                {"engine": "matcher+aligner", "omissions": prf(f_om), "additions": prf(f_add), "exact_mr": exact}]
+
+    files = []
+    for i, (a, b, c) in enumerate([(0.78, 0.55, 0.74), (0.80, 0.57, 0.76), (0.82, float("nan"), 0.78)]):
+        files.append(tmp_path / f"s{i}.json")
+        files[-1].write_text(json.dumps(run(a, b, c)))  # NaN: written and read as JSON's NaN
+    assert main(["--spread", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "3 runs" in out
+    row = next(line for line in out.splitlines() if line.startswith("| matcher+aligner |"))
+    assert "0.800 ± 0.020" in row and "0.760 ± 0.020" in row
+    assert "0.560 ± 0.014" in row  # a NaN (no addition at all) is left out, not averaged
+    assert next(line for line in out.splitlines() if line.startswith("| matcher |")).count("0.700") == 4
+    (tmp_path / "bad.json").write_text(json.dumps(run(0.8, 0.5, 0.7)[:1]))
+    with pytest.raises(SystemExit, match="engines"):
+        main(["--spread", str(files[0]), str(tmp_path / "bad.json")])
