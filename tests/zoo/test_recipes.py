@@ -140,9 +140,9 @@ OLD = {
         "gruen.device=cuda"),
     # added as a recipe file (no Python recipe before it): the literal lists guard it all the same
     "content-aligner-e2e": (
-        "task=content_aligner data.held_out=[] trainer.max_steps=400 seed=42 trainer.enable_progress_bar=false",
-        "trainer=gpu trainer.precision=32-true trainer.max_steps=-1 trainer.max_epochs=1 "
-        "trainer.val_check_interval=0.25 trainer.check_val_every_n_epoch=1 trainer.deterministic=true"),
+        "task=content_aligner data.held_out=[] trainer.max_steps=-1 trainer.max_epochs=1 "
+        "trainer.val_check_interval=0.25 trainer.check_val_every_n_epoch=1 seed=42 trainer.enable_progress_bar=false",
+        "trainer=gpu trainer.precision=32-true trainer.deterministic=true"),
     "content-aligner-webnlg": (
         "task=content_aligner data.source=webnlg data.max_length=128 data.val_fraction=0.05 trainer.max_steps=-1 "
         "trainer.max_epochs=1 trainer.val_check_interval=500 seed=42 trainer.enable_progress_bar=false",
