@@ -122,7 +122,10 @@ def test_the_zoo_recipe_trains_on_every_e2e_dev_row_and_gets_the_e2e_lexicon(tmp
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=zoo.recipe_overrides(zoo.RECIPES[ZOO_NAME], tmp_path))
     GlobalHydra.instance().clear()
-    assert list(cfg.data.held_out) == [] and cfg.trainer.max_steps == 400 and cfg.task.name == "content_aligner"
+    assert list(cfg.data.held_out) == [] and cfg.task.name == "content_aligner"
+    # one full pass, validated at each quarter of it (the last validation at the pass's final step)
+    assert cfg.trainer.max_steps == -1 and cfg.trainer.max_epochs == 1
+    assert cfg.trainer.val_check_interval == 0.25 and cfg.trainer.check_val_every_n_epoch == 1
     assert trained_lexicon({"config": {"train": plain_config(cfg)}}) == "e2e"
 
 
