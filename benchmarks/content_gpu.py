@@ -132,7 +132,7 @@ def e2e_eval_cmd(exports: list[Path], json_out: Path, smoke: bool) -> list[str]:
 
 FOLDS = (("f01", "[0,1]"), ("f234", "[2,3,4]"))
 # validated at each quarter of the one pass, the last a few steps before its end: with an integer interval
-# (every 500 steps) Lightning never validates the pass's last steps, and a fold of 979 steps was validated once
+# (every 500 steps) Lightning never validates the pass's last steps, and a fold of about 984 steps was validated once
 FULL_PASS_VALIDATION = ("trainer.val_check_interval=0.25", "trainer.check_val_every_n_epoch=1")
 
 

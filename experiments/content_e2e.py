@@ -204,7 +204,7 @@ def spread(runs: list[list[dict]]) -> str:
     import statistics
 
     def ms(xs: list[float]) -> str:
-        xs = [x for x in xs if x == x]
+        xs = [x for x in xs if x is not None and x == x]  # NaN (or null in --json): nothing to measure
         if not xs:
             return "–"
         return f"{statistics.mean(xs):.3f} ± {statistics.stdev(xs):.3f}" if len(xs) > 1 else f"{xs[0]:.3f}"

@@ -220,6 +220,9 @@ def test_content_e2e_spread_summarises_seeds_and_refuses_mismatched_engines(tmp_
     assert "0.800 ± 0.020" in row and "0.760 ± 0.020" in row
     assert "0.560 ± 0.014" in row  # a NaN (no addition at all) is left out, not averaged
     assert next(line for line in out.splitlines() if line.startswith("| matcher |")).count("0.700") == 4
+    (tmp_path / "null.json").write_text(json.dumps(run(0.8, None, 0.7)))  # a NaN written as null
+    assert main(["--spread", str(files[0]), str(tmp_path / "null.json")]) == 0
+    assert "0.550 |" in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| matcher+aligner |"))
     (tmp_path / "bad.json").write_text(json.dumps(run(0.8, 0.5, 0.7)[:1]))
     with pytest.raises(SystemExit, match="engines"):
         main(["--spread", str(files[0]), str(tmp_path / "bad.json")])
