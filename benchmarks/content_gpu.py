@@ -25,7 +25,7 @@ so concurrent processes are how the time fits; each build's seconds are then wal
    ``qe zoo build content-aligner-e2e --gpu`` (seed 42), all seven at once;
 2. ``python -m experiments.content_e2e`` per seed with that seed's two exports (slot-level omissions / additions on
    E2E dev gold: the seed spread), three at once;
-3. the same two exports with the CPU recipe's 400 steps, seeds 1 and 2 (seed 42 is the documented CPU pair), and
+3. the same two exports with the earlier CPU recipe's 400 steps, seeds 1 and 2 (seed 42 is the documented CPU pair), and
    their ``content_e2e`` measurement: the schedule comparison at equal seeds.
 
 Its one try so far (docs/results/content.md, "E2E aligner: one full pass and three seeds") ran before the per-process
@@ -109,14 +109,24 @@ def steps(out: Path, smoke: bool) -> list[tuple[str, list[str], float]]:
     ]
 
 
+def recipe_schedule(name: str, gpu: bool = True) -> list[str]:
+    """The zoo recipe's training schedule (its CPU overrides, plus the GPU ones), without what a cross-fitted run sets
+    itself: the task, the folds held out, the seed and the progress bar."""
+    from qe.zoo.build import RECIPES
+
+    r = RECIPES[name]
+    own = ("task=", "data.held_out=", "seed=", "trainer.enable_progress_bar=")
+    return [o for o in (*r.overrides, *(r.gpu_overrides if gpu else ())) if not o.startswith(own)]
+
+
 def train_cmd(export: Path, run_dir: Path, held_out: str, seed: int, smoke: bool, full_pass: bool = True) -> list[str]:
-    """One cross-fitted E2E aligner (``held_out``: the folds left out, as in docs/results/content.md): the zoo
-    recipe's GPU schedule (one full pass) or, ``full_pass=False``, the CPU schedule's 400 steps on the GPU."""
+    """One cross-fitted E2E aligner (``held_out``: the folds left out, as in docs/results/content.md): the
+    ``content-aligner-e2e`` recipe's GPU schedule (one full pass, validated at each quarter of it) or,
+    ``full_pass=False``, the earlier CPU schedule's 400 steps on the GPU."""
     if smoke:
         sched = ["trainer.max_steps=2", "data.max_train=64", "data.max_val=32", "trainer.val_check_interval=1"]
     elif full_pass:
-        sched = ["trainer=gpu", "trainer.precision=32-true", "trainer.max_steps=-1", "trainer.max_epochs=1",
-                 *FULL_PASS_VALIDATION, "trainer.deterministic=true"]
+        sched = recipe_schedule("content-aligner-e2e")
     else:
         sched = ["trainer=gpu", "trainer.precision=32-true", "trainer.max_steps=400", "trainer.deterministic=true"]
     return [PY, "-m", "qe", "train", "task=content_aligner", f"data.held_out={held_out}", f"seed={seed}",
@@ -131,9 +141,6 @@ def e2e_eval_cmd(exports: list[Path], json_out: Path, smoke: bool) -> list[str]:
 
 
 FOLDS = (("f01", "[0,1]"), ("f234", "[2,3,4]"))
-# validated at each quarter of the one pass, the last a few steps before its end: with an integer interval
-# (every 500 steps) Lightning never validates the pass's last steps, and a fold of about 984 steps was validated once
-FULL_PASS_VALIDATION = ("trainer.val_check_interval=0.25", "trainer.check_val_every_n_epoch=1")
 
 
 def steps_e2e(out: Path, smoke: bool) -> list[tuple[str, list[str], float, str]]:
@@ -250,6 +257,7 @@ def main(argv: list[str] | None = None, plan=None) -> int:
                 penv = env if len(group) == 1 else dict(env, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
                 rec["threads"] = None if len(group) == 1 else threads
                 proc = subprocess.Popen(cmd, cwd=REPO, env=penv, stdout=fh, stderr=subprocess.STDOUT)
+                rec["start_s"] = round(time.time() - t_start, 1)  # from the run's start: who ran beside whom
                 running.append((rec, proc, fh, log, time.time(), min(limit, max(left, 20))))
         ends: dict[int, float] = {}
         while len(ends) < len(running):  # poll: each step's own end time, also when they run side by side

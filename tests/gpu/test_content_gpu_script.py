@@ -76,8 +76,13 @@ def test_e2e_plan_trains_both_folds_per_seed_and_validates_the_end_of_the_pass(c
     cmd = dict((p[0], p[1]) for p in plan)
     full = cmd["train_full_s1_f234"]
     assert "data.held_out=[2,3,4]" in full and "seed=1" in full and "trainer=gpu" in full
-    # an integer interval never validates the pass's last steps: a fraction of the epoch does
-    assert "trainer.val_check_interval=0.25" in full and "trainer.check_val_every_n_epoch=1" in full
+    # the recipe's schedule, read from it: one pass validated at each quarter (an integer interval never validates
+    # the pass's last steps), fp32, deterministic; what a cross-fitted run sets itself is not taken from the recipe
+    sched = full[full.index("trainer.enable_progress_bar=false") + 1:]
+    assert sched == ["trainer.max_steps=-1", "trainer.max_epochs=1", "trainer.val_check_interval=0.25",
+                     "trainer.check_val_every_n_epoch=1", "trainer=gpu", "trainer.precision=32-true",
+                     "trainer.deterministic=true"]
+    assert sum(a.startswith("seed=") for a in full) == 1 and sum(a.startswith("data.held_out=") for a in full) == 1
     assert "trainer.max_steps=400" in cmd["train_400_s2_f01"]
     ev = cmd["e2e_full_s2"]
     assert ev[ev.index("--aligner") + 1:ev.index("--json")] == [str(tmp_path / "full_s2_f01"),
@@ -97,11 +102,12 @@ def test_a_group_runs_side_by_side_with_its_own_times_threads_and_skips(cg, tmp_
                 ("train_slow", [py, "-c", sleep.format(30)], 2, "g"),
                 ("e2e_a", [py, "-c", "print(1)", "--aligner", str(out / "missing_export"), "--json", "x"], 30, "h")]
 
-    t0 = __import__("time").time()
     rc = cg.main(["--out", str(tmp_path)], plan=plan)
-    took = __import__("time").time() - t0
     st = {s["name"]: s for s in json.loads((tmp_path / "summary.json").read_text())["steps"]}
-    assert rc == 1 and took < 6  # side by side: about the slowest step's limit, not the sum
+    assert rc == 1
+    # side by side: every step of the group started before the first one to end had ended
+    first_end = min(st[n]["start_s"] + st[n]["seconds"] for n in ("train_a", "train_b", "train_slow"))
+    assert all(st[n]["start_s"] < first_end for n in ("train_a", "train_b", "train_slow"))
     assert st["train_a"]["status"] == st["train_b"]["status"] == "passed"
     assert st["train_b"]["seconds"] < st["train_a"]["seconds"]  # each step's own end, not when it was collected
     assert st["train_slow"]["status"] == "timeout"
