@@ -21,7 +21,9 @@ Verdicts (one per fact of the MR):
   known wording); unchecked facts count in no figure.
 
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
-value of a slot it has, or (triples) a number the MR does not hold. ``repeated`` lists categorical values stated more
+value of a slot it has, or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
+triples (``lexicon=webnlg``, :func:`~qe.content.lexicon.mine_triples`), each stretch of words that neither the
+triples' entities nor their properties' usual words explain (``"kind": "words"``). ``repeated`` lists categorical values stated more
 often than the MR holds them, in the same words (entity names are not counted: texts name an entity again on
 purpose; a paraphrase of a stated value is not a repetition).
 
@@ -36,8 +38,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, norm_tokens, norm_value,
-                                rules_lexicon, slot_kind)
+from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, entity_words, fold,
+                                norm_tokens, norm_value, rules_lexicon, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import entity_text, entity_variants, find_approx, norm_slot, property_words
 
@@ -142,6 +144,8 @@ class Matcher:
 
     def __init__(self, lexicon: Lexicon | None = None):
         self.lexicon = lexicon or rules_lexicon()
+        self._prop_forms: dict[str, WordForms] = {}
+        self._common_forms: WordForms | None = None
 
     # --------------------------------------------------------------------------------------------- facts
     @staticmethod
@@ -376,7 +380,37 @@ class Matcher:
         for t in tokens:
             if _NUMBER.match(t) and t not in mr_numbers and t.rstrip("0").rstrip(".") not in mr_numbers:
                 al.hallucinated.append({"slot": None, "value": t, "text": t})
+        if self.lexicon.has_triple_words:
+            al.hallucinated.extend(self._unexplained(facts, tokens))
         return al
+
+    def _property_forms(self, prop: str) -> WordForms:
+        key = norm_slot(prop)
+        got = self._prop_forms.get(key)
+        if got is None:
+            words = set(self.lexicon.properties.get(key, ())) | {fold(w) for w in property_words(prop).split()}
+            got = self._prop_forms[key] = WordForms(words)
+        return got
+
+    def _unexplained(self, facts, tokens: list[str]) -> list[dict[str, Any]]:
+        """Stretches of the output's words that no triple explains (a lexicon with triple words only,
+        :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
+        the words texts use for their properties, or of the words common to all such texts. One hallucinated value
+        per stretch (:func:`~qe.content.lexicon.unexplained_spans`)."""
+        if self._common_forms is None:
+            self._common_forms = WordForms(self.lexicon.common)
+        ents = WordForms(entity_words([x for _, _, so in facts for x in so.split(" | ", 1)]))
+        props = [self._property_forms(p) for p in dict.fromkeys(p for _, p, _ in facts)]
+        folded = [fold(t) for t in tokens]
+
+        def explained(t: str) -> bool:
+            return t in ents or t in self._common_forms or any(t in f for f in props)
+
+        out = []
+        for span in unexplained_spans(folded, explained):
+            text = " ".join(tokens[span[0]:span[-1] + 1])
+            out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "text": text, "kind": "words"})
+        return out
 
 
 def _entity_hit(tokens: list[str], text: str) -> str:

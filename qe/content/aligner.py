@@ -17,7 +17,8 @@ aligner finds most likely realised.
   (``omitted``) are decided by the aligner;
 * ``override``: the aligner decides the matcher's ``wrong`` facts too (when both say ``wrong``, the value the
   matcher read is kept);
-* ``aligner``: the aligner decides every fact, and the additions are its own alone.
+* ``aligner``: the aligner decides every fact, and the additions are its own alone (on RDF triples, where it is
+  asked about none, the matcher's hallucinated numbers and unexplained words stay).
 
 With ``additions``, the slots the MR does not hold (and, combined, the matcher found nothing about) are asked about
 too: a slot the output talks about is added with the value the aligner finds most likely. The threshold and whether
@@ -237,7 +238,16 @@ class AlignedMatcher:
                 if self._status(s, None, texts[i]) == "realised":
                     second += [(query(s, u), texts[i]) for u in self._others(s, None)]
         self.aligner.probs(second)
-        return [self._decide(al, asks, slots, texts[i]) for i, (al, (asks, slots)) in enumerate(zip(als, plans))]
+        own = [not self.aligner.on_triples and self._handles(mr, w) for mr, w in zip(mrs, wheres)]
+        return [self._decide(al, asks, slots, texts[i], own[i])
+                for i, (al, (asks, slots)) in enumerate(zip(als, plans))]
+
+    def _handles(self, mr: str, where: str) -> bool:
+        """Whether the export decides this MR's facts (its format is the export's: triples or attribute-value)."""
+        facts = self.matcher.facts(mr, where)
+        some_triple = any(a == TRIPLE_ACT for a, _, _ in facts)
+        triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
+        return bool(facts) and (triples if self.aligner.on_triples else not some_triple)
 
     # ---------------------------------------------------------------------------------------------- internals
     def _q(self, slot: str, value: str | None, triple: bool = False) -> str:
@@ -260,8 +270,7 @@ class AlignedMatcher:
         facts = self.matcher.facts(mr, where)
         triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
         # an attribute-value export leaves any MR with a triple to the matcher; a triples export, any MR with a slot
-        some_triple = any(a == TRIPLE_ACT for a, _, _ in facts)
-        if not facts or (not triples if self.aligner.on_triples else some_triple):
+        if not self._handles(mr, where):
             return [], []
         decides = {"combined": ("omitted",), "override": ("omitted", "wrong"),
                    "aligner": ("omitted", "wrong", "realised")}[self.mode]
@@ -285,8 +294,10 @@ class AlignedMatcher:
         k = int(np.argmax(ps))
         return (others[k] if ps[k] >= self.threshold else None), float(ps[k])
 
-    def _decide(self, al: Alignment, asks, slots, text: str) -> Alignment:
-        own = self.mode == "aligner"
+    def _decide(self, al: Alignment, asks, slots, text: str, own_mr: bool = True) -> Alignment:
+        # the additions are the aligner's own where it could be asked about them: an attribute-value MR that an
+        # attribute-value export handles (on triples it is asked about none; an MR it leaves is the matcher's)
+        own = self.mode == "aligner" and own_mr
         out = Alignment(list(al.verdicts), [] if own else list(al.hallucinated), [] if own else list(al.repeated))
         tri = self.aligner.on_triples
         for k, v in asks:

@@ -18,8 +18,10 @@ system and, as its corpus-level score, the system's SER pooled over its outputs:
 
 ``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
 name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
-realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`). The
-signature names the lexicon by checksum.
+realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references),
+``webnlg`` (RDF triples: the words the WebNLG 2020 training references use for each property; with it the matcher
+also lists, as hallucinated, the stretches of an output's words that no triple explains; about 15 seconds) or the
+path of a lexicon JSON file (:mod:`qe.content.lexicon`). The signature names the lexicon by checksum.
 
 ``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`), as a
 directory or as the name of a zoo model built into ``$QE_MODELS`` (``content-aligner-e2e``; not built: one line with
@@ -45,7 +47,9 @@ from qe.core.scorer import Scorer
 
 #: lexicons mined from a dataset on demand: name -> (what it reads, how)
 DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fixed.no-ol.csv: column mr, ref)",
-                    "sf": "the SF Hotel and SF Restaurant training references (sfx/*/train.json; dialogue acts)"}
+                    "sf": "the SF Hotel and SF Restaurant training references (sfx/*/train.json; dialogue acts)",
+                    "webnlg": "the WebNLG 2020 training references (webnlg2020/train.tar.xz; RDF triples: the words "
+                              "texts use for each property, qe.content.lexicon.mine_triples)"}
 
 
 @lru_cache(maxsize=4)
@@ -61,6 +65,12 @@ def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
 
         refs = [r for d in SF_DOMAINS for r in sf_references(d, "train", data_dir)]
         return mine([(r.mr, r.ref) for r in refs], source="sf-train", min_count=10)
+    if name == "webnlg":
+        from qe.content.lexicon import mine_triples
+        from qe.data.webnlg import webnlg_entries
+
+        pairs = [(e.mr, x.text) for e in webnlg_entries("train", data_dir) for x in e.lexes if x.comment == "good"]
+        return mine_triples(pairs, source="webnlg-train", where="webnlg2020/train")
     raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
 
 

@@ -1,0 +1,123 @@
+"""Hallucinated words for RDF triples: how well the matcher's unexplained-words check (a lexicon mined by
+:func:`qe.content.lexicon.mine_triples` from the WebNLG 2020 *training* references) tells clean texts from texts
+that say more than their triples, on the WebNLG *development* references (docs/results/content.md).
+
+    python -m experiments.triple_words --data-dir ../shared/data                 # the grid, and the chosen setting
+    python -m experiments.triple_words --grid 0.005:0.002:2 --json out.json      # one setting
+
+Three sets, one text per development entry (a reference drawn with ``--seed``):
+
+* ``clean``: the reference as it is (it realises its triples and, by the corpus' design, nothing else) - every
+  stretch the matcher lists is a false alarm; reported: the share of texts with at least one;
+* ``added``: the reference plus a reference of another development entry (another first subject): detected when
+  the matcher lists more stretches than for the clean text;
+* ``swapped``: one object the reference names verbatim replaced by another object of the same property seen in
+  training (its words not among the entry's entity words): detected likewise.
+
+``J`` = mean detection rate of ``added`` and ``swapped`` minus the clean texts' false-alarm rate (Youden's index);
+the setting with the highest J is the one :func:`~qe.content.lexicon.mine_triples` uses by default. Only the
+training and development splits are read; nothing here sees a rating.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+
+import numpy as np
+
+GRID = [(p, c, m) for p in (0.002, 0.005, 0.01, 0.02, 0.05) for c in (0.001, 0.002, 0.005, 0.01) for m in (2, 5)]
+
+
+def dev_sets(train, dev, seed: int = 0) -> dict[str, list[tuple[str, str, str]]]:
+    """``{"clean": [(mr, text, ""), ...], "added": [(mr, text + other, text)], "swapped": [(mr, swapped, text)]}``."""
+    from qe.content.lexicon import entity_words, fold, norm_tokens
+    from qe.core.surface import entity_text
+
+    rng = np.random.default_rng(seed)
+    objects = defaultdict(list)
+    for e in train:
+        for _, p, o in e.triples:
+            objects[p].append(o)
+    out: dict[str, list] = {"clean": [], "added": [], "swapped": []}
+    for e in dev:
+        text = e.lexes[int(rng.integers(len(e.lexes)))].text
+        out["clean"].append((e.mr, text, ""))
+        other = dev[int(rng.integers(len(dev)))]
+        while other.triples[0][0] == e.triples[0][0]:
+            other = dev[int(rng.integers(len(dev)))]
+        out["added"].append((e.mr, f"{text} {other.lexes[0].text}", text))
+        ents = entity_words([x for s, _, o in e.triples for x in (s, o)])
+        for _, p, o in e.triples:
+            ot = entity_text(o)
+            if len(objects[p]) < 2 or not ot or ot not in text.lower():
+                continue
+            new = entity_text(objects[p][int(rng.integers(len(objects[p])))])
+            new_words = {fold(t) for t in norm_tokens(new)}
+            if not new_words or new_words & ents or not any(t.isalpha() and len(t) > 1 for t in new_words):
+                continue
+            i = text.lower().index(ot)
+            out["swapped"].append((e.mr, text[:i] + new + text[i + len(ot):], text))
+            break
+    return out
+
+
+def measure(lexicon, sets) -> dict[str, float]:
+    from qe.content.align import Matcher
+
+    m = Matcher(lexicon)
+
+    def n_words(mr, text):
+        return sum(h.get("kind") == "words" for h in m.align(mr, text).hallucinated)
+
+    clean = [n_words(mr, t) for mr, t, _ in sets["clean"]]
+    out = {"clean_flagged": float(np.mean([c > 0 for c in clean])), "clean_stretches": float(np.mean(clean))}
+    for kind in ("added", "swapped"):
+        out[f"{kind}_detected"] = float(np.mean([n_words(mr, t) > n_words(mr, base) for mr, t, base in sets[kind]]))
+    out["J"] = (out["added_detected"] + out["swapped_detected"]) / 2 - out["clean_flagged"]
+    return out
+
+
+def main(argv=None) -> int:
+    from qe.content.lexicon import count_triple_words, triple_words_lexicon
+    from qe.data.webnlg import webnlg_entries
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.triple_words", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", default=None, help="the shared data directory (default: $QE_DATA_DIR)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--grid", nargs="*", default=None, metavar="PROP:COMMON:COUNT",
+                    help="settings min_property_share:min_common_share:min_count (default: the built-in grid)")
+    ap.add_argument("--json", default=None, help="write every setting's figures here")
+    a = ap.parse_args(argv)
+    grid = GRID if not a.grid else [(float(x.split(":")[0]), float(x.split(":")[1]), int(x.split(":")[2]))
+                                    for x in a.grid]
+    t0 = time.time()
+    train, dev = webnlg_entries("train", a.data_dir), webnlg_entries("dev", a.data_dir)
+    counts = count_triple_words([(e.mr, x.text) for e in train for x in e.lexes if x.comment == "good"],
+                                "webnlg2020/train")
+    sets = dev_sets(train, dev, a.seed)
+    print(f"training texts {counts.texts}; development: clean {len(sets['clean'])}, added {len(sets['added'])}, "
+          f"swapped {len(sets['swapped'])}", file=sys.stderr)
+    rows = []
+    print("| min property share | min common share | min count | clean flagged | stretches per clean text | "
+          "added detected | swapped detected | J |\n|---|---|---|---|---|---|---|---|")
+    for p, c, m in grid:
+        lex = triple_words_lexicon(counts, min_count=m, min_property_share=p, min_common_share=c)
+        r = {"min_property_share": p, "min_common_share": c, "min_count": m, **measure(lex, sets)}
+        rows.append(r)
+        print(f"| {p:g} | {c:g} | {m} | {r['clean_flagged']:.3f} | {r['clean_stretches']:.3f} | "
+              f"{r['added_detected']:.3f} | {r['swapped_detected']:.3f} | {r['J']:.3f} |", flush=True)
+    best = max(rows, key=lambda r: r["J"])
+    print(f"\nhighest J: min_property_share={best['min_property_share']:g} "
+          f"min_common_share={best['min_common_share']:g} min_count={best['min_count']} (J {best['J']:.3f}); "
+          f"{time.time() - t0:.0f} s")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"seed": a.seed, "rows": rows, "best": best}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""Hallucinated words for RDF triples: the words texts use for each property, mined from (triples, text) pairs
+(qe.content.lexicon.mine_triples), and the matcher listing the stretches of an output that no triple explains."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import needs_data
+
+from qe.content import Matcher
+from qe.content.lexicon import (Lexicon, WordForms, count_triple_words, mine_triples, triple_words_lexicon,
+                                unexplained_spans)
+from qe.data.webnlg import triples_mr
+
+
+def _mr(*triples):
+    return triples_mr(triples)
+
+
+PAIRS = [
+    (_mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas")), "Alan Bean was born in Wheeler, Texas."),
+    (_mr(("Elliot_See", "birthPlace", "Dallas")), "Elliot See was born in Dallas."),
+    (_mr(("Elliot_See", "birthPlace", "Dallas"), ("Elliot_See", "occupation", "Test_pilot")),
+     "Elliot See, born in Dallas, worked as a test pilot."),
+    (_mr(("Alan_Bean", "occupation", "Test_pilot")), "Alan Bean worked as a test pilot."),
+    (_mr(("Aarhus_Airport", "cityServed", "Aarhus")), "Aarhus Airport serves the city of Aarhus."),
+    (_mr(("Aarhus_Airport", "cityServed", "Aarhus")), "The city of Aarhus is served by Aarhus Airport."),
+]
+
+
+def test_mining_keeps_the_words_of_each_property_not_the_names():
+    lex = mine_triples(PAIRS, source="tiny", min_count=2, min_property_share=0.5, min_common_share=0.6)
+    assert lex.properties["birthplace"] == ["born"]  # "wheeler", "texas", "dallas" are entity words
+    assert lex.properties["occupation"] == ["worked"]  # "born" is in 1 of its 2 texts: below min_count
+    assert lex.properties["cityserved"] == ["city"]  # "serves" / "served" are one word only as forms, not as counts
+    assert lex.common == [] and lex.has_triple_words  # "born", the most common, is in half of the texts
+    assert lex.settings["texts"] == 6
+    # lower shares: a word of one text in three is kept for the property, and common words appear
+    lex = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3)
+    assert "city" in lex.properties["cityserved"] and "served" in lex.properties["cityserved"]
+    assert lex.common == ["born", "city", "worked"]
+
+
+def test_mining_refuses_pairs_without_triples():
+    with pytest.raises(ValueError, match=r"pairs\[1\]: field 'mr' holds no RDF triples"):
+        mine_triples([PAIRS[0], ("name[The Eagle]", "The Eagle.")], where="pairs")
+    with pytest.raises(ValueError, match="no pairs"):
+        mine_triples([])
+
+
+def test_counts_give_the_same_lexicon_as_mining():
+    counts = count_triple_words(PAIRS)
+    a = triple_words_lexicon(counts, min_count=1, min_property_share=0.3, min_common_share=0.3)
+    b = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3)
+    assert a.to_dict() == b.to_dict() and a.checksum == b.checksum
+
+
+def test_word_forms():
+    f = WordForms(["collaborated", "america", "argentina", "usa", "born", "england"])
+    for t in ("collaborated", "collaborates", "american", "argentinian", "usa", "born", "borne", "english"):
+        assert t in f, t
+    for t in ("bornholm", "us", "colleague", "arg", "amelia"):
+        assert t not in f, t
+
+
+def test_unexplained_spans_group_words_of_one_clause():
+    toks = "alan bean flew to the moon on apollo , and he liked painting".split()
+    known = {"alan", "bean"}
+    spans = unexplained_spans(toks, lambda t: t in known)
+    assert [[toks[i] for i in s] for s in spans] == [["flew", "moon", "apollo"], ["liked", "painting"]]
+    assert unexplained_spans(toks, lambda t: True) == []
+
+
+def test_matcher_lists_unexplained_stretches_as_hallucinated():
+    lex = mine_triples(PAIRS, min_count=2, min_property_share=0.5, min_common_share=0.5)
+    m = Matcher(lex)
+    mr = _mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas"), ("Alan_Bean", "occupation", "Test_pilot"))
+    clean = m.align(mr, "Alan Bean was born in Wheeler, Texas and worked as a test pilot.")
+    assert clean.hallucinated == [] and clean.counts()["realised"] == 2
+    more = m.align(mr, "Alan Bean, born in Wheeler, Texas, worked as a test pilot and walked on the Moon in 1969.")
+    assert more.hallucinated == [{"slot": None, "value": "1969", "text": "1969"},
+                                 {"slot": None, "value": "walked moon", "text": "walked on the moon", "kind": "words"}]
+    # the words of a property's name explain themselves; diacritics are folded; forms of entity words are explained
+    m2 = m.align(_mr(("Andrew_Rayel", "birthPlace", "Chișinău")), "Andrew Rayel's birth place is Chisinau.")
+    assert m2.hallucinated == [] and m2.counts()["realised"] == 0  # the object is not found, but nothing is added
+    m3 = m.align(_mr(("Alan_Bean", "nationality", "United_States_of_America")), "Alan Bean is an American.")
+    assert m3.hallucinated == []
+    # without triple words (the rules lexicon) only numbers are listed, as before
+    assert Matcher().align(mr, "Alan Bean walked on the Moon in 1969.").hallucinated == \
+        [{"slot": None, "value": "1969", "text": "1969"}]
+    # attribute-value MRs are untouched by a triples lexicon
+    assert Matcher(lex).align("name[The Eagle]", "The Eagle serves sushi.").hallucinated == []
+
+
+def test_lexicon_json_round_trip_and_checksums(tmp_path):
+    lex = mine_triples(PAIRS, source="tiny", min_count=1, min_property_share=0.3, min_common_share=0.3)
+    p = tmp_path / "lex.json"
+    lex.save(p)
+    back = Lexicon.load(p)
+    assert back.properties == lex.properties and back.common == lex.common and back.checksum == lex.checksum
+    # a slot lexicon's checksum is that of its slots alone, as before triple words existed
+    import hashlib
+
+    plain = Lexicon(source="x")
+    assert plain.checksum == hashlib.sha256(b"{}").hexdigest()[:12] and "properties" not in plain.to_dict()
+    assert Lexicon(properties={"birthplace": ["born"]}).checksum != plain.checksum
+    bad = json.loads(p.read_text())
+    bad["properties"] = {"birthplace": "born"}
+    p.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="'properties' must map property names to word lists"):
+        Lexicon.load(p)
+
+
+def test_the_aligner_alone_keeps_the_matcher_hallucinations_on_triples():
+    from test_aligner_triples import MR, TEXT, StubAligner
+
+    from qe.content.aligner import AlignedMatcher
+
+    stub = StubAligner({"alan bean | nationality | united states": 0.9, "alan bean | occupation | test pilot": 0.1,
+                        "alan bean | birth place | wheeler, texas": 0.9})
+    text = TEXT + " He flew in 1969."
+    assert Matcher().align(MR, text).hallucinated == [{"slot": None, "value": "1969", "text": "1969"}]
+    for mode in ("combined", "aligner"):
+        al = AlignedMatcher(Matcher(), stub, mode).align(MR, text)
+        assert al.hallucinated == [{"slot": None, "value": "1969", "text": "1969"}], mode
+
+
+@needs_data
+def test_the_webnlg_lexicon_from_the_training_references():
+    from conftest import shared_data_dir
+
+    from qe.content.scorer import CoverageScorer, dataset_lexicon
+
+    d = shared_data_dir()
+    if not (d / "webnlg2020" / "train.tar.xz").is_file():
+        pytest.skip("webnlg2020/train.tar.xz is absent from the data folder")
+    lex = dataset_lexicon("webnlg", str(d))
+    assert lex.source == "webnlg-train" and lex.settings["texts"] > 30000
+    assert "born" in lex.properties["birthplace"] and "located" in lex.common
+    sc = CoverageScorer(lexicon="webnlg", data_dir=str(d))
+    mr = _mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas"))
+    rows = sc.details(["Alan Bean was born in Wheeler, Texas.", "Alan Bean was born in Wheeler, Texas, to a "
+                       "family of sheep farmers."], mrs=[mr, mr])
+    assert rows[0]["hallucinated"] == []
+    assert [h["kind"] for h in rows[1]["hallucinated"]] == ["words"]
+    assert sc.signature_fields()["lexicon"] == f"webnlg:{lex.checksum}"
