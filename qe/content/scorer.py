@@ -200,7 +200,8 @@ def trained_lexicon(manifest: dict[str, Any]) -> str | None:
     (``config.train.lexicon`` or ``config.train.data.lexicon``), else its training data when that is a dataset with a
     lexicon of its own (``config.train.data.source``: ``e2e`` -> the E2E lexicon, mined from the same cleaned
     development references the aligner was trained on; the matcher that calibrated its thresholds had a lexicon mined
-    from its training rows the same way), else None (the scorer's default, ``none``: e.g. an aligner trained on a CSV
+    from its training rows the same way; ``webnlg`` -> the words the WebNLG training references use for each
+    property, which add hallucinated words and leave every verdict, so the thresholds, as they were), else None (the scorer's default, ``none``: e.g. an aligner trained on a CSV
     file of pairs)."""
     train = (manifest.get("config") or {}).get("train") or {}
     data = train.get("data") or {}

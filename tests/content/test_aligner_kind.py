@@ -21,6 +21,7 @@ ZOO_NAME = "content-aligner-e2e"
 @pytest.mark.parametrize("train, lexicon", [
     ({"data": {"source": "e2e"}}, "e2e"),  # the recipe's export: the E2E lexicon it was trained beside
     ({"data": {"source": "sf"}}, "sf"),
+    ({"data": {"source": "webnlg"}}, "webnlg"),  # content-aligner-webnlg: the triple words of its training data
     ({"data": {"source": "/data/pairs.csv"}}, None),  # a CSV of pairs: the scorer's default
     ({"data": {"source": "e2e"}, "lexicon": "my_lexicon.json"}, "my_lexicon.json"),  # recorded: it wins
     ({"data": {"source": "e2e", "lexicon": "none"}}, "none"),
