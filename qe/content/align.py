@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, entity_words, fold,
-                                norm_tokens, norm_value, rules_lexicon, slot_kind, unexplained_spans)
+                                norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import entity_text, entity_variants, find_approx, norm_slot, property_words
 
@@ -49,7 +49,9 @@ SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
-_ISO_DATE = re.compile(r"^\d{3,4}-\d\d-\d\d$")
+_ISO_DATE = re.compile(r"^(\d{3,4})-(\d\d)-\d\d$")
+#: a season: "2014–15", "2014-15"
+_SEASON = re.compile(r"\b(\d{4})\s*[–-]\s*(\d\d)\b")
 
 
 @dataclass
@@ -363,22 +365,29 @@ class Matcher:
         al = Alignment()
         seen_subjects: list[str] = []
         mr_numbers: set[str] = set()
+        months: set[tuple[str, str]] = set()  # (an ISO date's month number, its year)
         for _, prop, so in facts:
             subj, obj = so.split(" | ", 1)
             s_txt, o_txt = entity_text(subj), entity_text(obj)
-            # an ISO date's numbers are those of its written forms (day and year, not the month's number)
+            # an ISO date's numbers are those of its written forms (day and year), and its month's number where it
+            # is written in one numeric date with the year (texts copy "1982-07-23" or write "10/03/1983"; "March
+            # 1932, flew 3 missions" still counts the 3); a season's second year in full ("2014–15" -> 2015)
             mr_numbers |= {t for x in (s_txt, o_txt) if not _ISO_DATE.match(x) for t in norm_tokens(x)
                            if _NUMBER.match(t)}
             for var in entity_variants(o_txt):
                 mr_numbers |= {t for t in var if _NUMBER.match(t)}
+            mr_numbers |= {m.group(1)[:2] + m.group(2) for x in (s_txt, o_txt) for m in _SEASON.finditer(x)}
+            months |= {(str(int(m.group(2))), m.group(1)) for x in (s_txt, o_txt) for m in [_ISO_DATE.match(x)] if m}
             o_hit = _entity_hit(tokens, o_txt)
             s_hit = _entity_hit(tokens, s_txt) or s_txt in seen_subjects or not seen_subjects
             if s_txt not in seen_subjects:
                 seen_subjects.append(s_txt)
             status = "realised" if o_hit and s_hit else "omitted"
             al.verdicts.append(Verdict(prop, f"{subj} | {obj}", status, o_hit or None))
-        for t in tokens:
-            if _NUMBER.match(t) and t not in mr_numbers and t.rstrip("0").rstrip(".") not in mr_numbers:
+        # a number written as a word is not counted ("one of the languages", "the two airports")
+        for i, (t, raw) in enumerate(zip(tokens, raw_tokens(output))):
+            if _NUMBER.match(t) and t not in mr_numbers and t.rstrip("0").rstrip(".") not in mr_numbers \
+                    and _NUMBER.match(raw) and not any((t, y) in months for y in _numeric_date(tokens, i)):
                 al.hallucinated.append({"slot": None, "value": t, "text": t})
         if self.lexicon.has_triple_words:
             al.hallucinated.extend(self._unexplained(facts, tokens))
@@ -411,6 +420,19 @@ class Matcher:
             text = " ".join(tokens[span[0]:span[-1] + 1])
             out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "text": text, "kind": "words"})
         return out
+
+
+def _numeric_date(tokens: list[str], i: int) -> list[str]:
+    """The numbers written together with ``tokens[i]`` as one numeric date (``1982-07-23``, ``10/03/1983``: joined by
+    separators only, up to two numbers away)."""
+    out = []
+    for step in (-1, 1):
+        j, k = i + step, 0
+        while 0 <= j < len(tokens) and k < 4 and (_NUMBER.match(tokens[j]) or tokens[j] in ("/", ".")):
+            if _NUMBER.match(tokens[j]):
+                out.append(tokens[j])
+            j, k = j + step, k + 1
+    return out
 
 
 def _entity_hit(tokens: list[str], text: str) -> str:

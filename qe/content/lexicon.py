@@ -76,6 +76,12 @@ def norm_tokens(text: str) -> list[str]:
     return [_number(t) for t in tokenize(_THOUSANDS.sub("", text)) if t not in _DROP]
 
 
+def raw_tokens(text: str) -> list[str]:
+    """The tokens :func:`norm_tokens` makes, before number words become digits and leading zeros go (the same
+    length: ``five-star`` -> ``five star`` where norm_tokens gives ``5 star``)."""
+    return [t for t in tokenize(_THOUSANDS.sub("", text)) if t not in _DROP]
+
+
 def norm_value(value: str | None) -> str:
     """A value as matching text: its :func:`norm_tokens` joined by spaces."""
     return " ".join(norm_tokens(value or ""))
@@ -540,5 +546,5 @@ def rules_lexicon() -> Lexicon:
 
 
 __all__ = ["Lexicon", "SlotLexicon", "WordForms", "mine", "mine_triples", "count_triple_words", "triple_words_lexicon", "unexplained_spans", "entity_words", "fold",
-           "content_word", "norm_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
+           "content_word", "norm_tokens", "raw_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
            "BINARY_VALUES", "UNCHECKED_VALUES", "NEGATIONS", "LEXICON_FORMAT"]
