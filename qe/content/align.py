@@ -23,9 +23,9 @@ Verdicts (one per fact of the MR):
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
 value of a slot it has, or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
 triples (``lexicon=webnlg``, :func:`~qe.content.lexicon.mine_triples`), each stretch of words that neither the
-triples' entities nor their properties' usual words explain (``"kind": "words"``). ``repeated`` lists categorical values stated more
-often than the MR holds them, in the same words (entity names are not counted: texts name an entity again on
-purpose; a paraphrase of a stated value is not a repetition).
+triples' entities nor their properties' usual words explain (``"kind": "words"``). ``repeated`` lists categorical
+values stated more often than the MR holds them, in the same words (entity names are not counted: texts name an
+entity again on purpose; a paraphrase of a stated value is not a repetition).
 
 RDF triples: each triple is one fact, ``realised`` when its object entity (the new information) is found
 (verbatim, near-verbatim, or as one of its usual surface forms: :func:`qe.core.surface.entity_variants`) and its

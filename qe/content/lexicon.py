@@ -545,6 +545,6 @@ def rules_lexicon() -> Lexicon:
     return Lexicon(source="rules")
 
 
-__all__ = ["Lexicon", "SlotLexicon", "WordForms", "mine", "mine_triples", "count_triple_words", "triple_words_lexicon", "unexplained_spans", "entity_words", "fold",
-           "content_word", "norm_tokens", "raw_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
+__all__ = ["Lexicon", "SlotLexicon", "WordForms", "mine", "mine_triples", "count_triple_words", "triple_words_lexicon",
+           "unexplained_spans", "entity_words", "fold", "content_word", "norm_tokens", "raw_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
            "BINARY_VALUES", "UNCHECKED_VALUES", "NEGATIONS", "LEXICON_FORMAT"]

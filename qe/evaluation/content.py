@@ -20,6 +20,13 @@ import pandas as pd
 EXAMPLE_CHARS = 160
 #: the label of a hallucinated value that belongs to no attribute (a number in an RDF-triple output)
 NO_SLOT = "(number)"
+#: the label of a stretch of words no triple explains (``lexicon=webnlg``)
+NO_SLOT_WORDS = "(words)"
+
+
+def _label(h: dict) -> str:
+    """The attribute a hallucinated value is counted under: its slot, else what kind of thing it is."""
+    return h.get("slot") or (NO_SLOT_WORDS if h.get("kind") == "words" else NO_SLOT)
 
 
 @dataclass
@@ -98,7 +105,7 @@ def content_errors(records: Sequence[Any], matcher, *, lexicon: str = "none", to
         for k in ("facts", "realised", "omitted", "wrong", "hallucinated", "repeated"):
             s[k] += c[k]
         omitted = [v.slot for v in al.verdicts if v.status == "omitted"]
-        halluc = [h.get("slot") or NO_SLOT for h in al.hallucinated]
+        halluc = [_label(h) for h in al.hallucinated]
         s["om"].update(omitted)
         s["ha"].update(halluc)
         ex = {"id": str(r.id), "output": _clip(r.output or ""), "mr": _clip(mr)}
@@ -106,7 +113,7 @@ def content_errors(records: Sequence[Any], matcher, *, lexicon: str = "none", to
             s["ex_om"].append({**ex, "what": ", ".join(dict.fromkeys(omitted))})
         if al.hallucinated and len(s["ex_ha"]) < examples:
             s["ex_ha"].append({**ex, "what": ", ".join(dict.fromkeys(
-                f"{h.get('slot') or NO_SLOT}: {h.get('text') or h.get('value')}" for h in al.hallucinated))})
+                f"{_label(h)}: {h.get('text') or h.get('value')}" for h in al.hallucinated))})
     if not per:
         return None
     rows, exs = [], {}

@@ -120,8 +120,8 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
     ``rating_range`` (else ``stats.rating_range``): every rating must lie in it, or the error names the first record
     outside (``source``: where the records came from, for that message; default ``dataset_name``).
     ``content`` (``{enabled: true, lexicon: none}``): the "Content errors" section and ``content_errors.csv`` when
-    records have MRs (:mod:`qe.evaluation.content`; ``lexicon``: none | e2e | a lexicon JSON file, read from
-    ``data_dir`` for e2e)."""
+    records have MRs (:mod:`qe.evaluation.content`; ``lexicon``: none | e2e | sf | webnlg | a lexicon JSON file,
+    read from ``data_dir`` for the named ones)."""
     from qe.evaluation.plots import plot_all
     from qe.evaluation.report import ReportWriter, write_outputs
 

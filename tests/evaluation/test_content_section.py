@@ -136,3 +136,27 @@ def test_no_mr_no_section_and_bad_lexicon_is_a_config_error(tmp_path):
         _run(tmp_path, _rows(extra=False), name="bad", content={"lexicon": str(tmp_path / "no_such.json")})
     with pytest.raises(EvaluationConfigError, match=r"content\.lexikon: unknown key"):
         _run(tmp_path, _rows(extra=False), name="bad2", content={"lexikon": "e2e"})
+
+
+def test_triples_with_triple_words_label_numbers_and_words_apart(tmp_path):
+    """RDF triples: a hallucinated number is counted under "(number)", a stretch of words no triple explains (a
+    lexicon with triple words, qe.content.lexicon.mine_triples) under "(words)"."""
+    from qe.content.lexicon import mine_triples
+    from qe.data.webnlg import triples_mr
+
+    mr = triples_mr([("Alan_Bean", "birthPlace", "Wheeler,_Texas")])
+    lex = mine_triples([(mr, "Alan Bean was born in Wheeler, Texas."),
+                        (triples_mr([("Elliot_See", "birthPlace", "Dallas")]), "Elliot See was born in Dallas.")])
+    path = tmp_path / "words.json"
+    lex.save(path)
+    rows = [{"id": "a", "system": "s", "output": "Alan Bean was born in Wheeler, Texas.", "mr": mr,
+             "ratings": {"quality": 5.0}},
+            {"id": "b", "system": "s", "mr": mr, "ratings": {"quality": 2.0},
+             "output": "Alan Bean was born in Wheeler, Texas, and walked on the Moon in 1969."},
+            {"id": "c", "system": "s", "output": "Alan Bean was born in Wheeler, Texas in 1932.", "mr": mr,
+             "ratings": {"quality": 4.0}}]
+    res = _run(tmp_path, rows, content={"enabled": True, "lexicon": str(path)})
+    row = res["content"].table.set_index("system").loc["s"]
+    assert (row.hallucinated, row.top_hallucinated) == (3, "(number) (2); (words) (1)")
+    sec = _section(res["report"].read_text(encoding="utf-8"))
+    assert "| b | (number): 1969, (words): walked on the moon |" in sec
