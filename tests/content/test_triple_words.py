@@ -158,3 +158,32 @@ def test_the_webnlg_lexicon_from_the_training_references():
 def test_hallucinated_numbers_of_triples(triples, text, numbers):
     """Found on WebNLG development references: 5.8 % of them had a number called hallucinated, 0.9 % after these."""
     assert [h["value"] for h in Matcher().align(_mr(*triples), text).hallucinated] == numbers
+
+
+def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
+    from types import SimpleNamespace as NS
+
+    from experiments.triple_words import dev_sets, measure
+
+    def entry(triples, *texts):
+        return NS(triples=tuple(triples), mr=_mr(*triples), lexes=tuple(NS(text=t, comment="good") for t in texts))
+
+    train = [entry([("Alan_Bean", "birthPlace", "Wheeler,_Texas")], "Alan Bean was born in Wheeler, Texas."),
+             entry([("Elliot_See", "birthPlace", "Dallas")], "Elliot See was born in Dallas.")]
+    dev = [entry([("Buzz_Aldrin", "birthPlace", "Glen_Ridge")], "Buzz Aldrin was born in Glen Ridge."),
+           entry([("Aarhus_Airport", "cityServed", "Aarhus")], "Aarhus Airport serves the city of Aarhus.")]
+    sets = dev_sets(train, dev, seed=0)
+    assert [len(sets[k]) for k in ("clean", "added", "swapped")] == [2, 2, 1]
+    assert sets["added"][0][1] == "Buzz Aldrin was born in Glen Ridge. Aarhus Airport serves the city of Aarhus."
+    mr, swapped, base = sets["swapped"][0]  # Glen Ridge replaced by a training object of birthPlace
+    assert base == "Buzz Aldrin was born in Glen Ridge." and swapped in ("Buzz Aldrin was born in wheeler, texas.",
+                                                                      "Buzz Aldrin was born in dallas.")
+    lex = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=1, min_property_share=0.5,
+                       min_common_share=0.5)
+    got = measure(lex, sets)
+    # the clean texts' words are explained ("serves the city": the words of cityServed's name), the added sentences'
+    # names and the swapped objects are not
+    assert (got["clean_flagged"], got["added_detected"], got["swapped_detected"], got["J"]) == (0.0, 1.0, 1.0, 1.0)
+    # a lexicon that kept no word (min_count above every count) knows nothing of triples: no words are checked
+    none = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=3)
+    assert not none.has_triple_words and measure(none, sets)["added_detected"] == 0.0
