@@ -219,8 +219,14 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
     if options.get("aligner") not in (None, str(path)):
         raise ValueError(f"{path} is an aligner export: it cannot be loaded with another aligner={options['aligner']!r}")
     options.pop("aligner", None)
-    options.setdefault("lexicon", trained_lexicon(manifest))
-    return CoverageScorer(aligner=str(path), **options)
+    if "lexicon" in options:
+        return CoverageScorer(aligner=str(path), **options)
+    default = trained_lexicon(manifest)
+    try:
+        return CoverageScorer(aligner=str(path), lexicon=default, **options)
+    except FileNotFoundError as exc:  # the dataset the default lexicon is mined from is not here
+        raise FileNotFoundError(f"{exc} The export's default lexicon {default!r} is mined from it; "
+                                "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
 __all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "resolve_lexicon", "trained_lexicon", "from_export"]

@@ -137,3 +137,21 @@ def test_its_model_card_says_what_it_scores_and_passes_mrs():
                        signature=None, fingerprint=None)
     assert text.startswith(f"# {ZOO_NAME}: Learned content aligner for the coverage scorer")
     assert f'qe.load("{ZOO_NAME}")' in text and "scorer.score(outputs, mrs=mrs)" in text
+
+
+def test_a_default_lexicon_whose_data_is_missing_says_how_to_score_without_it(tiny_export, tmp_path,  # noqa: F811
+                                                                                monkeypatch):
+    from qe.content.scorer import dataset_lexicon, from_export
+
+    monkeypatch.setenv("QE_DATA_DIR", str(tmp_path / "no-data"))
+    dataset_lexicon.cache_clear()
+    manifest = {"config": {"train": {"data": {"source": "webnlg"}}}}  # as content-aligner-webnlg's
+    with pytest.raises(FileNotFoundError, match=r"webnlg2020/train\.tar\.xz.*default lexicon 'webnlg'.*"
+                                                r"--opt lexicon=none"):
+        from_export(tiny_export, manifest)
+    assert from_export(tiny_export, manifest, lexicon="none").matcher.lexicon.source == "rules"
+    # asked for by name, the same missing data is the plain error
+    with pytest.raises(FileNotFoundError) as err:
+        from_export(tiny_export, manifest, lexicon="webnlg")
+    assert "default lexicon" not in str(err.value)
+    dataset_lexicon.cache_clear()
