@@ -114,7 +114,7 @@ class Lexicon:
     #: RDF triples (:func:`mine_triples`): per property (:func:`~qe.core.surface.norm_slot` of its name), the words
     #: texts use to state it beyond its entities' names ("born" for ``birthPlace``)
     properties: dict[str, list[str]] = field(default_factory=dict)
-    #: words texts about any triples use beyond the entities' names ("located", "also")
+    #: words texts about any triples use beyond the entities' names ("located", "known")
     common: list[str] = field(default_factory=list)
 
     def get(self, slot: str) -> SlotLexicon | None:
