@@ -178,9 +178,17 @@ def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
     mr, swapped, base = sets["swapped"][0]  # Glen Ridge replaced by a training object of birthPlace
     assert base == "Buzz Aldrin was born in Glen Ridge." and swapped in ("Buzz Aldrin was born in wheeler, texas.",
                                                                       "Buzz Aldrin was born in dallas.")
+    # a relation the entry does not hold, between its own entities: a birthPlace sentence for the airport; none for
+    # Buzz Aldrin, whose entry holds the only training property
+    assert sets["relation"] == [(dev[1].mr, "Aarhus Airport serves the city of Aarhus. Aarhus Airport was born in "
+                                 "Aarhus.", "Aarhus Airport serves the city of Aarhus.")]
     lex = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=1, min_property_share=0.5,
                        min_common_share=0.5)
     got = measure(lex, sets)
+    assert got["relation_detected"] == 0.0  # "born" is a common word here: the relation passes unseen
+    strict = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=1, min_property_share=0.5,
+                          min_common_share=1.1)
+    assert measure(strict, sets)["relation_detected"] == 1.0  # "born" only explains birthPlace
     # the clean texts' words are explained ("serves the city": the words of cityServed's name), the added sentences'
     # names and the swapped objects are not
     assert (got["clean_flagged"], got["added_detected"], got["swapped_detected"], got["J"]) == (0.0, 1.0, 1.0, 1.0)
