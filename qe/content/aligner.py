@@ -222,7 +222,9 @@ class AlignedMatcher:
         als = list(matched) if matched is not None else \
             [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
         texts = [output_text(o) for o in outputs]
-        plans = [self._plan(al, mr, w) for al, mr, w in zip(als, mrs, wheres)]
+        facts = [self.matcher.facts(mr, w) for mr, w in zip(mrs, wheres)]
+        handled = [self._handles(f) for f in facts]
+        plans = [self._plan(al, f) if h else ([], []) for al, f, h in zip(als, facts, handled)]
         tri = self.aligner.on_triples
         self.aligner.probs([(q, texts[i]) for i, (asks, slots) in enumerate(plans) for q in
                             [self._q(v.slot, v.value, tri) for _, v in asks] + [query(s) for s in slots]])
@@ -238,13 +240,13 @@ class AlignedMatcher:
                 if self._status(s, None, texts[i]) == "realised":
                     second += [(query(s, u), texts[i]) for u in self._others(s, None)]
         self.aligner.probs(second)
-        own = [not self.aligner.on_triples and self._handles(mr, w) for mr, w in zip(mrs, wheres)]
+        own = [not self.aligner.on_triples and h for h in handled]
         return [self._decide(al, asks, slots, texts[i], own[i])
                 for i, (al, (asks, slots)) in enumerate(zip(als, plans))]
 
-    def _handles(self, mr: str, where: str) -> bool:
-        """Whether the export decides this MR's facts (its format is the export's: triples or attribute-value)."""
-        facts = self.matcher.facts(mr, where)
+    def _handles(self, facts) -> bool:
+        """Whether the export decides an MR's facts (:meth:`Matcher.facts`): its format is the export's (an
+        attribute-value export leaves any MR with a triple to the matcher; a triples export, any MR with a slot)."""
         some_triple = any(a == TRIPLE_ACT for a, _, _ in facts)
         triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
         return bool(facts) and (triples if self.aligner.on_triples else not some_triple)
@@ -265,13 +267,9 @@ class AlignedMatcher:
         nv = norm_value(value)
         return [u for u in self.aligner.inventory.values(slot) if norm_value(u) != nv]
 
-    def _plan(self, al: Alignment, mr: str, where: str) -> tuple[list[tuple[int, Verdict]], list[str]]:
-        """(the verdicts the aligner decides, the slots it is asked about for additions)."""
-        facts = self.matcher.facts(mr, where)
+    def _plan(self, al: Alignment, facts) -> tuple[list[tuple[int, Verdict]], list[str]]:
+        """(the verdicts the aligner decides, the slots it is asked about for additions) for an MR it handles."""
         triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
-        # an attribute-value export leaves any MR with a triple to the matcher; a triples export, any MR with a slot
-        if not self._handles(mr, where):
-            return [], []
         decides = {"combined": ("omitted",), "override": ("omitted", "wrong"),
                    "aligner": ("omitted", "wrong", "realised")}[self.mode]
         if triples and self.mode == "override":  # the matcher's realised triples: only a wrong label overrules it

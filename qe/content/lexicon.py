@@ -73,7 +73,7 @@ def norm_tokens(text: str) -> list[str]:
     """Matching tokens: lower-cased words (:func:`qe.core.surface.tokenize`), hyphens and quotes dropped, number words
     as digits (``five-star`` -> ``5 star``), thousands separators and leading zeros dropped (``2,900`` -> ``2900``,
     ``06`` -> ``6``)."""
-    return [_number(t) for t in tokenize(_THOUSANDS.sub("", text)) if t not in _DROP]
+    return [_number(t) for t in raw_tokens(text)]
 
 
 def raw_tokens(text: str) -> list[str]:

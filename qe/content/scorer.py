@@ -69,9 +69,15 @@ def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
         from qe.content.lexicon import mine_triples
         from qe.data.webnlg import webnlg_entries
 
-        pairs = [(e.mr, x.text) for e in webnlg_entries("train", data_dir) for x in e.lexes if x.comment == "good"]
-        return mine_triples(pairs, source="webnlg-train", where="webnlg2020/train")
+        return mine_triples(triple_pairs(webnlg_entries("train", data_dir)), source="webnlg-train",
+                            where="webnlg2020/train")
     raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
+
+
+def triple_pairs(entries) -> list[tuple[str, str]]:
+    """The ``(mr, text)`` pairs the ``webnlg`` lexicon is mined from: every reference of each WebNLG entry that the
+    corpus marks ``good``."""
+    return [(e.mr, x.text) for e in entries for x in e.lexes if x.comment == "good"]
 
 
 def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) -> Lexicon | None:
@@ -229,4 +235,5 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
                                 "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
-__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "resolve_lexicon", "trained_lexicon", "from_export"]
+__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "triple_pairs", "resolve_lexicon", "trained_lexicon",
+           "from_export"]

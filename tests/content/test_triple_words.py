@@ -163,7 +163,7 @@ def test_hallucinated_numbers_of_triples(triples, text, numbers):
 def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
     from types import SimpleNamespace as NS
 
-    from experiments.triple_words import dev_sets, measure
+    from experiments.triple_words import dev_sets, measure, number_alarms
 
     def entry(triples, *texts):
         return NS(triples=tuple(triples), mr=_mr(*triples), lexes=tuple(NS(text=t, comment="good") for t in texts))
@@ -195,3 +195,7 @@ def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
     # a lexicon that kept no word (min_count above every count) knows nothing of triples: no words are checked
     none = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=3)
     assert not none.has_triple_words and measure(none, sets)["added_detected"] == 0.0
+    # references with a number the matcher calls hallucinated: "in 1969" is one, "one of" is not
+    refs = [entry([("Buzz_Aldrin", "birthPlace", "Glen_Ridge")], "Buzz Aldrin was born in Glen Ridge in 1930.",
+                  "Buzz Aldrin, one of the astronauts, was born in Glen Ridge.")]
+    assert number_alarms(refs) == (1, 2)
