@@ -10,10 +10,18 @@ omitted + wrong)::
     coverage = clip((realised - wrong_penalty * wrong - hallucination_penalty * hallucinated
                      - repeat_penalty * repeated) / N, 0, 1)          (defaults 1, 1, 0.5)
     ser      = (omitted + wrong + hallucinated + repeated) / N      (the slot error rate of the E2E papers)
+    precision = realised / (realised + wrong + hallucinated)         (of what the output states, the share right)
+    recall    = realised / N                                         (of the MR's facts, the share stated right)
+    f1        = 2 * precision * recall / (precision + recall)        (0 when both are 0)
 
-Both are undefined (NaN) when the MR holds no fact that can be checked (only ``dontcare`` / ``none`` values). The
-penalties were set without any rating: a wrong value is as bad as a missing one plus a false statement, a stated
-value the MR does not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per
+All are undefined (NaN) when the MR holds no fact that can be checked (only ``dontcare`` / ``none`` values); an
+output that states nothing (neither a fact of its MR nor a value it does not hold) has precision 0, not an undefined
+one: it says nothing right. Precision and recall split the score as PARENT-style data-to-text metrics do: recall is
+the analogue of what the WebNLG 2020 human evaluation calls data coverage (the text describes all predicates of
+the data), precision of what it asks under correctness and relevance (the objects it states for the data's
+predicates are right; it describes only predicates of the data). Repetitions count in neither. The penalties were
+set without any rating: a wrong value is as bad as a missing one plus a false statement, a stated value the MR does
+not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per
 system and, as its corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
 
 ``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
@@ -153,12 +161,16 @@ class CoverageScorer(Scorer):
         n = c["facts"]
         wp, hp, rp = self.penalties
         if n == 0:
-            cov = ser = math.nan
+            cov = ser = prec = rec = f1 = math.nan
         else:
             cov = min(1.0, max(0.0, (c["realised"] - wp * c["wrong"] - hp * c["hallucinated"] - rp * c["repeated"]) / n))
             ser = al.errors() / n
-        return {"coverage": cov, "ser": ser, **{k: float(c[k]) for k in
-                                                ("facts", "realised", "omitted", "wrong", "hallucinated", "repeated")}}
+            stated = c["realised"] + c["wrong"] + c["hallucinated"]
+            prec = c["realised"] / stated if stated else 0.0
+            rec = c["realised"] / n
+            f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        return {"coverage": cov, "ser": ser, "precision": prec, "recall": rec, "f1": f1,
+                **{k: float(c[k]) for k in ("facts", "realised", "omitted", "wrong", "hallucinated", "repeated")}}
 
     accepts_ids = True
 

@@ -116,11 +116,23 @@ def test_coverage_formula_components_and_undefined():
     assert comps["coverage"][0] == pytest.approx(2 / 3) and comps["ser"][0] == pytest.approx(1 / 3)
     assert comps["coverage"][1] == 1.0 and comps["facts"][1] == 1.0
     assert math.isnan(comps["coverage"][2])  # nothing to check
+    # precision / recall / f1: A is realised, Thai realised, riverside omitted; nothing wrong or hallucinated
+    assert comps["precision"][0] == 1.0 and comps["recall"][0] == pytest.approx(2 / 3)
+    assert comps["f1"][0] == pytest.approx(0.8)
+    assert all(math.isnan(comps[k][2]) for k in ("precision", "recall", "f1"))
     assert s.score(outs, mrs=mrs)[:2] == comps["coverage"][:2]
     # a wrong value costs the fact and one penalty
     s2 = CoverageScorer()
     assert s2.score(["A is not family friendly ."], mrs=["name[A], familyFriendly[yes]"]) == [0.0]
     assert s2.slot_error_rate(outs[:2], mrs[:2]) == pytest.approx(1 / 4)
+    # a wrong value is stated but not right: precision 1/2, recall 1/2; a value the MR does not hold lowers precision
+    # only; an output that states nothing has precision 0 (not undefined), and so f1 0
+    c = CoverageScorer(lexicon=mine(PAIRS, min_count=5)).score_components(
+        ["A is not kid friendly .", "A is kid friendly and cheap .", "Hello ."],
+        mrs=["name[A], familyFriendly[yes]", "name[A], familyFriendly[yes]", "name[A], familyFriendly[yes]"])
+    assert (c["precision"][0], c["recall"][0], c["f1"][0]) == (0.5, 0.5, 0.5)
+    assert c["hallucinated"][1] == 1.0 and c["recall"][1] == 1.0 and c["precision"][1] == pytest.approx(2 / 3)
+    assert (c["precision"][2], c["recall"][2], c["f1"][2]) == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="wrong_penalty"):
         CoverageScorer(wrong_penalty=-1)
     assert "lexicon:none" in str(s.signature)
