@@ -35,10 +35,28 @@ def test_mining_keeps_the_words_of_each_property_not_the_names():
     assert lex.properties["cityserved"] == ["city"]  # "serves" / "served" are one word only as forms, not as counts
     assert lex.common == [] and lex.has_triple_words  # "born", the most common, is in half of the texts
     assert lex.settings["texts"] == 6
-    # lower shares: a word of one text in three is kept for the property, and common words appear
-    lex = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3)
+    # lower shares: a word of one text in three is kept for the property, and common words appear (without lifts)
+    lex = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3, common_lift=None)
     assert "city" in lex.properties["cityserved"] and "served" in lex.properties["cityserved"]
     assert lex.common == ["born", "city", "worked"]
+
+
+def test_words_that_a_few_properties_own_are_not_common_and_explain_only_those():
+    kw = dict(min_count=1, min_property_share=0.3, min_common_share=0.3)
+    plain = mine_triples(PAIRS, common_lift=None, property_lift=None, **kw)
+    lifted = mine_triples(PAIRS, **kw)  # the defaults: common_lift 1.5, property_lift 1
+    # "born" is in every birthPlace text and in none without birthPlace: its property's, not common
+    assert plain.common == ["born", "city", "worked"] and lifted.common == []
+    assert lifted.settings["common_lift"] == 1.5 and "common_lift" not in plain.settings
+    assert "born" in lifted.properties["birthplace"]
+    # occupation texts hold "born" as often as texts do (1 in 2 against 3 in 6): kept at lift 1, not at 1.5
+    assert "born" in lifted.properties["occupation"]
+    assert "born" not in mine_triples(PAIRS, property_lift=1.5, **kw).properties["occupation"]
+    # a relation the triples do not hold, said with an owned word: listed with the lifts, explained without
+    mr, text = _mr(("Aarhus_Airport", "cityServed", "Aarhus")), "Aarhus Airport serves Aarhus, where it was born."
+    words = [h["text"] for h in Matcher(lifted).align(mr, text).hallucinated if h.get("kind") == "words"]
+    assert words and "born" in words[0]
+    assert not [h for h in Matcher(plain).align(mr, text).hallucinated if h.get("kind") == "words"]
 
 
 def test_mining_refuses_pairs_without_triples():
@@ -50,7 +68,8 @@ def test_mining_refuses_pairs_without_triples():
 
 def test_counts_give_the_same_lexicon_as_mining():
     counts = count_triple_words(PAIRS)
-    a = triple_words_lexicon(counts, min_count=1, min_property_share=0.3, min_common_share=0.3)
+    a = triple_words_lexicon(counts, min_count=1, min_property_share=0.3, min_common_share=0.3, common_lift=1.5,
+                             property_lift=1.0)
     b = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3)
     assert a.to_dict() == b.to_dict() and a.checksum == b.checksum
 
@@ -136,7 +155,9 @@ def test_the_webnlg_lexicon_from_the_training_references():
         pytest.skip("webnlg2020/train.tar.xz is absent from the data folder")
     lex = dataset_lexicon("webnlg", str(d))
     assert lex.source == "webnlg-train" and lex.settings["texts"] > 30000
-    assert "born" in lex.properties["birthplace"] and "located" in lex.common
+    assert "born" in lex.properties["birthplace"] and lex.common == []  # no word is common by common_lift
+    # a word a property's texts use less often than texts do is not that property's (property_lift)
+    assert "born" not in lex.properties["capital"] and "born" not in lex.properties["league"]
     sc = CoverageScorer(lexicon="webnlg", data_dir=str(d))
     mr = _mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas"))
     rows = sc.details(["Alan Bean was born in Wheeler, Texas.", "Alan Bean was born in Wheeler, Texas, to a "
@@ -183,9 +204,10 @@ def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
     assert sets["relation"] == [(dev[1].mr, "Aarhus Airport serves the city of Aarhus. Aarhus Airport was born in "
                                  "Aarhus.", "Aarhus Airport serves the city of Aarhus.")]
     lex = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=1, min_property_share=0.5,
-                       min_common_share=0.5)
+                       min_common_share=0.5, common_lift=None)
     got = measure(lex, sets)
     assert got["relation_detected"] == 0.0  # "born" is a common word here: the relation passes unseen
+    assert got["J3"] == pytest.approx((1.0 + 1.0 + 0.0) / 3 - 0.0)
     strict = mine_triples([(e.mr, x.text) for e in train for x in e.lexes], min_count=1, min_property_share=0.5,
                           min_common_share=1.1)
     assert measure(strict, sets)["relation_detected"] == 1.0  # "born" only explains birthPlace
@@ -199,3 +221,32 @@ def test_the_dev_sets_and_figures_of_the_triple_words_experiment():
     refs = [entry([("Buzz_Aldrin", "birthPlace", "Glen_Ridge")], "Buzz Aldrin was born in Glen Ridge in 1930.",
                   "Buzz Aldrin, one of the astronauts, was born in Glen Ridge.")]
     assert number_alarms(refs) == (1, 2)
+
+
+def test_the_lift_grid_of_the_triple_words_experiment(tmp_path, monkeypatch, capsys):
+    from types import SimpleNamespace as NS
+
+    import experiments.triple_words as tw
+
+    def entry(triples, *texts):
+        return NS(triples=tuple(triples), mr=_mr(*triples), lexes=tuple(NS(text=t, comment="good") for t in texts))
+
+    train = [entry([("Alan_Bean", "birthPlace", "Wheeler,_Texas")], "Alan Bean was born in Wheeler, Texas."),
+             entry([("Aarhus_Airport", "cityServed", "Aarhus")], "Aarhus Airport serves the city of Aarhus."),
+             entry([("Elliot_See", "birthPlace", "Dallas")], "Elliot See was born in Dallas.")]
+    dev = [entry([("Buzz_Aldrin", "birthPlace", "Glen_Ridge")], "Buzz Aldrin was born in Glen Ridge."),
+           entry([("Aalborg_Airport", "cityServed", "Aalborg")], "Aalborg Airport serves the city of Aalborg.")]
+    counts = count_triple_words([(e.mr, x.text) for e in train for x in e.lexes])
+    sets = tw.dev_sets(train, dev, seed=0)
+    monkeypatch.setattr(tw, "LIFTS", [(None, None), (1.5, 1.0)])
+    out = tmp_path / "lifts.json"
+    assert tw.lift_grid(counts, sets, str(out), 0.0) == 0
+    rows = json.loads(out.read_text())["rows"]
+    # with min_count 2 only "born" is kept (birthPlace's); common without lifts (2 texts of 3), not with them, so
+    # the airport's birthPlace sentence ("Aalborg Airport was born in Aalborg.") is found only with them
+    assert [(r["common_words"], r["property_words"], r["relation_detected"]) for r in rows] == [(1, 1, 0.0),
+                                                                                              (0, 1, 1.0)]
+    assert [r["J3"] for r in rows] == [pytest.approx(2 / 3), 1.0]
+    best = json.loads(out.read_text())["best"]
+    assert (best["common_lift"], best["property_lift"]) == (1.5, 1.0)
+    assert "highest J3" in capsys.readouterr().out
