@@ -580,7 +580,8 @@ def triple_words_lexicon(counts: TripleWordCounts, *, source: str = "pairs", min
     """The :class:`Lexicon` of :func:`mine_triples` from its counts. ``common_lift``: :func:`common_words`;
     ``property_lift``: a word is a property's only if that property's texts hold it at least ``property_lift`` times
     as often as texts do on the whole (1: no less often than usual), so that a word all texts use now and then
-    ("born" in 0.3 % of the texts about a team's ground) is not every property's word."""
+    ("born" in 0.6 % of the texts about a `capital`, against 11 % of all WebNLG training texts) is not every
+    property's word."""
     c = counts
 
     def own(p: str, w: str, k: int) -> bool:
