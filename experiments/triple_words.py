@@ -126,6 +126,18 @@ def measure(lexicon, sets) -> dict[str, float]:
     return out
 
 
+def false_alarms(lexicon, sets) -> list[tuple[str, int]]:
+    """The word stretches the matcher lists in the clean texts (all false alarms), most frequent first."""
+    from collections import Counter
+
+    from qe.content.align import Matcher
+
+    m = Matcher(lexicon)
+    c = Counter(h["text"] for mr, t, _ in sets["clean"] for h in m.align(mr, t).hallucinated
+                if h.get("kind") == "words")
+    return c.most_common()
+
+
 def number_alarms(dev) -> tuple[int, int]:
     """(references with a number the matcher calls hallucinated, all references) over every development reference:
     each realises its triples, so nearly every such number is a false alarm of the number rules."""
@@ -203,6 +215,11 @@ def lift_grid(counts, sets, json_path, t0) -> int:
     best = max(rows, key=lambda r: (round(r["J3"], 3), -r["clean_flagged"]))
     print(f"\nhighest J3: common_lift={best['common_lift']} property_lift={best['property_lift']} "
           f"(J3 {best['J3']:.3f}, clean flagged {best['clean_flagged']:.3f}); {time.time() - t0:.0f} s")
+    alarms = false_alarms(triple_words_lexicon(counts, common_lift=best["common_lift"],
+                                               property_lift=best["property_lift"]), sets)
+    best["false_alarms"] = alarms
+    print("its most frequent false alarms on the clean texts: "
+          + ", ".join(f"{t!r} ({n})" for t, n in alarms[:10]))
     if json_path:
         with open(json_path, "w") as f:
             json.dump({"rows": rows, "best": best}, f, indent=1)

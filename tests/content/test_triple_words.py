@@ -249,4 +249,8 @@ def test_the_lift_grid_of_the_triple_words_experiment(tmp_path, monkeypatch, cap
     assert [r["J3"] for r in rows] == [pytest.approx(2 / 3), 1.0]
     best = json.loads(out.read_text())["best"]
     assert (best["common_lift"], best["property_lift"]) == (1.5, 1.0)
+    assert best["false_alarms"] == []  # the clean texts' words are all explained
+    # a lexicon that never saw birthPlace texts: "born" in Buzz Aldrin's clean reference is a false alarm
+    airports = mine_triples([(train[1].mr, train[1].lexes[0].text)] * 2)
+    assert tw.false_alarms(airports, sets) == [("born", 1)]
     assert "highest J3" in capsys.readouterr().out
