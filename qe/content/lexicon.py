@@ -469,9 +469,16 @@ def unexplained_spans(tokens: Sequence[str], explained: Callable[[str], bool], m
     return out
 
 
-def mine_triples(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 2,
-                 min_property_share: float = 0.002, min_common_share: float = 0.01,
-                 common_lift: float | None = 1.5, property_lift: float | None = 1.0,
+#: the defaults of :func:`mine_triples` and :func:`triple_words_lexicon` (chosen on WebNLG dev: mine_triples' docstring)
+TRIPLE_WORDS_DEFAULTS: dict[str, Any] = {"min_count": 2, "min_property_share": 0.002, "min_common_share": 0.01,
+                                         "common_lift": 1.5, "property_lift": 1.0}
+_D = TRIPLE_WORDS_DEFAULTS
+
+
+def mine_triples(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = _D["min_count"],
+                 min_property_share: float = _D["min_property_share"],
+                 min_common_share: float = _D["min_common_share"],
+                 common_lift: float | None = _D["common_lift"], property_lift: float | None = _D["property_lift"],
                  where: str = "<pairs>") -> Lexicon:
     """How texts state RDF triples, mined from ``(mr, text)`` pairs whose text realises every triple of its MR (the
     WebNLG training references): a :class:`Lexicon` with no slots and, per property, the words texts use beyond the
@@ -574,9 +581,11 @@ def common_words(counts: TripleWordCounts, min_count: int, min_common_share: flo
     return sorted(out)
 
 
-def triple_words_lexicon(counts: TripleWordCounts, *, source: str = "pairs", min_count: int = 2,
-                         min_property_share: float = 0.002, min_common_share: float = 0.01,
-                         common_lift: float | None = None, property_lift: float | None = None) -> Lexicon:
+def triple_words_lexicon(counts: TripleWordCounts, *, source: str = "pairs", min_count: int = _D["min_count"],
+                         min_property_share: float = _D["min_property_share"],
+                         min_common_share: float = _D["min_common_share"],
+                         common_lift: float | None = _D["common_lift"],
+                         property_lift: float | None = _D["property_lift"]) -> Lexicon:
     """The :class:`Lexicon` of :func:`mine_triples` from its counts. ``common_lift``: :func:`common_words`;
     ``property_lift``: a word is a property's only if that property's texts hold it at least ``property_lift`` times
     as often as texts do on the whole (1: no less often than usual), so that a word all texts use now and then
@@ -606,6 +615,6 @@ def rules_lexicon() -> Lexicon:
 
 
 __all__ = ["Lexicon", "SlotLexicon", "WordForms", "mine", "mine_triples", "count_triple_words", "triple_words_lexicon",
-           "common_words",
-           "unexplained_spans", "entity_words", "fold", "content_word", "norm_tokens", "raw_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise",
-           "BINARY_VALUES", "UNCHECKED_VALUES", "NEGATIONS", "LEXICON_FORMAT"]
+           "common_words", "TRIPLE_WORDS_DEFAULTS", "unexplained_spans", "entity_words", "fold", "content_word",
+           "norm_tokens", "raw_tokens", "norm_value", "rules_lexicon", "slot_kind", "delexicalise", "BINARY_VALUES",
+           "UNCHECKED_VALUES", "NEGATIONS", "LEXICON_FORMAT"]

@@ -21,8 +21,8 @@ the analogue of what the WebNLG 2020 human evaluation calls data coverage (the t
 the data), precision of what it asks under correctness and relevance (the objects it states for the data's
 predicates are right; it describes only predicates of the data). Repetitions count in neither. The penalties were
 set without any rating: a wrong value is as bad as a missing one plus a false statement, a stated value the MR does
-not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per
-system and, as its corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
+not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per system and, as its
+corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
 
 ``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
 name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
@@ -219,8 +219,8 @@ def trained_lexicon(manifest: dict[str, Any]) -> str | None:
     lexicon of its own (``config.train.data.source``: ``e2e`` -> the E2E lexicon, mined from the same cleaned
     development references the aligner was trained on; the matcher that calibrated its thresholds had a lexicon mined
     from its training rows the same way; ``webnlg`` -> the words the WebNLG training references use for each
-    property, which add hallucinated words and leave every verdict, so the thresholds, as they were), else None (the scorer's default, ``none``: e.g. an aligner trained on a CSV
-    file of pairs)."""
+    property, which add hallucinated words and leave every verdict, so the thresholds, as they were), else None (the
+    scorer's default, ``none``: e.g. an aligner trained on a CSV file of pairs)."""
     train = (manifest.get("config") or {}).get("train") or {}
     data = train.get("data") or {}
     named = train.get("lexicon") or data.get("lexicon")
@@ -247,5 +247,5 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
                                 "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
-__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "triple_pairs", "resolve_lexicon", "trained_lexicon",
-           "from_export"]
+__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "triple_pairs", "resolve_lexicon",
+           "trained_lexicon", "from_export"]

@@ -68,8 +68,7 @@ def test_mining_refuses_pairs_without_triples():
 
 def test_counts_give_the_same_lexicon_as_mining():
     counts = count_triple_words(PAIRS)
-    a = triple_words_lexicon(counts, min_count=1, min_property_share=0.3, min_common_share=0.3, common_lift=1.5,
-                             property_lift=1.0)
+    a = triple_words_lexicon(counts, min_count=1, min_property_share=0.3, min_common_share=0.3)  # same defaults
     b = mine_triples(PAIRS, min_count=1, min_property_share=0.3, min_common_share=0.3)
     assert a.to_dict() == b.to_dict() and a.checksum == b.checksum
 
