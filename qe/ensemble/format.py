@@ -6,6 +6,9 @@
                   "options": {"rounded": false}}, ...],
      "predict": {"round_to": 0.5, "clip_lo": 1.0, "clip_hi": 6.0}}      # or null: the plain weighted mean
 
+A member row may carry ``"scale": [lo, hi]``: its scores are mapped to ``(s - lo) / (hi - lo)`` before the weighted
+mean, so members on different scales (the coverage score in [0, 1], a RatPred rating in [1, 6]) are averaged on one.
+
 Members are copied (their own manifests included), so an ensemble export is self-contained and can be moved; each
 member is verified against its own manifest when the ensemble loads, and its checksum is also kept in
 ``ensemble.json`` (so the ensemble's checksum changes when a member's files do). Only safetensors / JSON files are
@@ -57,11 +60,23 @@ def check_weights(names: list[str], weights: dict[str, float] | None) -> dict[st
     return {n: v / total for n, v in w.items()}
 
 
+def check_scale(name: str, scale: Any) -> list[float]:
+    """``[lo, hi]`` of a member's scale, checked: two finite numbers with ``lo < hi``, else refused naming it."""
+    try:
+        lo, hi = (float(x) for x in scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"ensemble scale of {name}: {scale!r} is not [lo, hi] (two numbers)") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"ensemble scale of {name}: [{lo}, {hi}] (needs finite lo < hi)")
+    return [lo, hi]
+
+
 def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, weights: dict[str, float] | None = None,
                          predict: dict[str, Any] | None = None, options: dict[str, dict[str, Any]] | None = None,
-                         config: dict[str, Any] | None = None, data: dict[str, Any] | None = None,
-                         metrics: dict[str, Any] | None = None) -> Path:
-    """Write an ``ensemble`` export of ``members`` ({name: export dir}) to ``dest`` (atomically)."""
+                         scales: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+                         data: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None) -> Path:
+    """Write an ``ensemble`` export of ``members`` ({name: export dir}) to ``dest`` (atomically); ``scales``
+    ({name: [lo, hi]}, every member or none) maps each member's scores to ``(s - lo) / (hi - lo)`` first."""
     if len(members) < 2:
         raise ValueError(f"an ensemble needs two or more members, got {len(members)}")
     names = list(members)
@@ -69,6 +84,11 @@ def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, we
         if not _NAME.match(n):
             raise ValueError(f"ensemble member name {n!r}: use letters, digits, '_', '.', '-'")
     w = check_weights(names, weights)
+    if scales:
+        if set(scales) != set(names):
+            raise ValueError(f"ensemble scales name {sorted(scales)}, the members are {sorted(names)} (every member "
+                             "needs one, or none does)")
+        scales = {n: check_scale(n, scales[n]) for n in names}
     rows = []
     manifests = {n: read_manifest(Path(p)) for n, p in members.items()}
     with export_writer(dest, kind=KIND, config=config or {}, data=data, metrics=metrics) as tmp:
@@ -77,7 +97,8 @@ def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, we
             shutil.copytree(src, tmp / MEMBERS_DIR / n, ignore=shutil.ignore_patterns(".*"))
             m = manifests[n]
             rows.append({"name": n, "path": f"{MEMBERS_DIR}/{n}", "kind": m["kind"], "checksum": m.get("checksum"),
-                         "weight": w[n], "options": dict((options or {}).get(n, {}))})
+                         "weight": w[n], "options": dict((options or {}).get(n, {})),
+                         **({"scale": scales[n]} if scales else {})})
         (tmp / SPEC).write_text(dumps({"members": rows, "predict": predict}, indent=2) + "\n", encoding="utf-8")
     return Path(dest).resolve()
 
@@ -104,4 +125,13 @@ def read_spec(export_dir: str | Path) -> dict[str, Any]:
             raise ExportError(f"{p}: member {r['name']!r} has checksum {str(m.get('checksum'))[:12]}, the ensemble "
                               f"was built with {str(r['checksum'])[:12]} (was a member replaced?)")
     check_weights([r["name"] for r in rows], {r["name"]: r["weight"] for r in rows})
+    scaled = [r["name"] for r in rows if "scale" in r]
+    if scaled and len(scaled) != len(rows):
+        raise ExportError(f"{d / SPEC}: only {', '.join(scaled)} of the members have a 'scale' (all or none)")
+    for r in rows:
+        if "scale" in r:
+            try:
+                check_scale(r["name"], r["scale"])
+            except ValueError as exc:
+                raise ExportError(f"{d / SPEC}: {exc}") from None
     return spec

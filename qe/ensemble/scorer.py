@@ -1,10 +1,12 @@
 """Scorer for ``ensemble`` exports: the weighted mean of the members' scores, then the ensemble's prediction rule.
+With member scales (``[lo, hi]`` each) every member's score is first mapped to ``(s - lo) / (hi - lo)``.
 
 ``qe.load(ensemble_export, **options)``: ``rounded=False`` returns the plain weighted mean (no rounding or clipping);
 every other option (``device``, ``mr_format``, ``max_tokens``, ``verify`` ...) is passed to every member's loader.
 Each member scores all outputs itself (its own length-sorted batching), so scores come back in input order.
 A NaN from any member makes that output's ensemble score NaN. ``score_components`` gives every member's scores
-(as the ensemble averages them: raw for RatPred members) and ``ensemble``.
+(as the ensemble averages them: raw for RatPred members, mapped by their scale when the ensemble has scales) and
+``ensemble``.
 """
 from __future__ import annotations
 
@@ -23,11 +25,14 @@ class EnsembleScorer(Scorer):
     main_component = "ensemble"
 
     def __init__(self, members: dict[str, Scorer], weights: dict[str, float], predict: dict[str, Any] | None = None,
-                 checksum: str = ""):
-        from qe.ensemble.format import check_weights
+                 checksum: str = "", scales: dict[str, Any] | None = None):
+        from qe.ensemble.format import check_scale, check_weights
 
         self.members = dict(members)
         self.weights = check_weights(list(self.members), weights)
+        if scales and set(scales) != set(self.members):
+            raise ValueError(f"ensemble scales name {sorted(scales)}, the members are {sorted(self.members)}")
+        self.scales = {n: check_scale(n, scales[n]) for n in self.members} if scales else None
         self.predict = predict
         self._checksum = checksum[:12]
         self.name = "Ensemble(" + "+".join(self.members) + ")"
@@ -45,7 +50,9 @@ class EnsembleScorer(Scorer):
     def signature_fields(self) -> dict:
         p = self.predict
         rule = {"round": p.get("round_to"), "clip": f"{p.get('clip_lo')}-{p.get('clip_hi')}"} if p else {"rule": "mean"}
-        members = {f"{n}*{self.weights[n]:.3g}": m.signature for n, m in self.members.items()}
+        sc = self.scales or {}
+        members = {f"{n}*{self.weights[n]:.3g}" + (f"[{sc[n][0]:g},{sc[n][1]:g}]" if sc else ""): m.signature
+                   for n, m in self.members.items()}
         return {"ensemble": self._checksum or None, **rule, **members}
 
     def _member_scores(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kwargs) -> dict[str, np.ndarray]:
@@ -54,8 +61,12 @@ class EnsembleScorer(Scorer):
             kw = dict(kwargs)
             if ids is not None and m.accepts_ids:
                 kw["ids"] = ids
-            out[name] = np.asarray(m.score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress, **kw),
-                                   dtype=np.float64)
+            s = np.asarray(m.score(outputs, mrs=mrs, refs=refs, batch_size=batch_size, progress=progress, **kw),
+                           dtype=np.float64)
+            if self.scales:
+                lo, hi = self.scales[name]
+                s = (s - lo) / (hi - lo)
+            out[name] = s
         return out
 
     def _combine(self, scores: dict[str, np.ndarray]) -> np.ndarray:
@@ -82,5 +93,7 @@ def from_export(path: Path, manifest: dict, rounded: bool = True, **options: Any
 
     spec = read_spec(path)
     members = {r["name"]: load(Path(path) / r["path"], **{**r.get("options", {}), **options}) for r in spec["members"]}
+    scales = {r["name"]: r["scale"] for r in spec["members"] if "scale" in r} or None
     return EnsembleScorer(members, {r["name"]: r["weight"] for r in spec["members"]},
-                          predict=spec.get("predict") if rounded else None, checksum=manifest.get("checksum", ""))
+                          predict=spec.get("predict") if rounded else None, checksum=manifest.get("checksum", ""),
+                          scales=scales)

@@ -2,6 +2,14 @@
 
     python train.py task=ensemble +ensemble.members.gru=PATH_OR_ZOO_NAME +ensemble.members.minilm=... \\
         [+ensemble.weights.gru=2 +ensemble.weights.minilm=1] [+ensemble.cv_runs.gru=RUN_DIR ...] export_dir=DIR
+    python train.py task=ensemble +ensemble.members.content=content-aligner-webnlg \
+        +ensemble.members.ratpred=ratpred-webnlg-cross ensemble.scales=auto export_dir=DIR   # two scales, one mean
+
+``ensemble.scales`` puts members of different scales on one: each member's score ``s`` becomes
+``(s - lo) / (hi - lo)`` before the weighted mean; ``auto`` takes each member's declared range (:func:`declared_range`:
+a RatPred export's clip range, [0, 1] for the coverage score of a content-aligner export), or give
+``{name: [lo, hi]}`` for every member. With scales the mean is not rounded (RatPred members are read raw) unless
+``ensemble.predict`` gives a rule, and members of different kinds are allowed.
 
 ``ensemble.cv_runs`` (optional, RatPred members): the members' run directories (their ``predictions.jsonl`` and
 ``dev_predictions.jsonl``: the cross-validated test and dev predictions, raw). The task scores the combination
@@ -41,6 +49,38 @@ def resolve_member(spec: str) -> Path:
     if "/" not in str(spec) and str(spec) in zoo.NAMES:
         raise FileNotFoundError(zoo.not_built_message(str(spec)))
     raise FileNotFoundError(f"ensemble member {spec!r}: not an export directory (no {MANIFEST}) nor a built zoo model")
+
+
+def declared_range(name: str, manifest: dict) -> list[float]:
+    """``[lo, hi]`` a member's scores lie in, from its export: a RatPred export's clip range (its prediction rule),
+    [0, 1] for a content aligner (the coverage score); other kinds declare none (give ``ensemble.scales.NAME``)."""
+    kind = manifest.get("kind")
+    if kind == "qe_gru":
+        rule = manifest.get("config", {}).get("predict") or {}
+        lo, hi = rule.get("clip_lo"), rule.get("clip_hi")
+        if lo is not None and hi is not None:
+            return [float(lo), float(hi)]
+    elif kind == "content_aligner":
+        return [0.0, 1.0]
+    raise ValueError(f"ensemble.scales=auto: member {name} (kind {kind}) declares no score range; give "
+                     f"ensemble.scales={{{name}: [lo, hi], ...}} for every member")
+
+
+def member_scales(manifests: dict[str, dict], scales: Any) -> dict[str, list[float]] | None:
+    """``{name: [lo, hi]}`` for ``ensemble.scales`` (``auto``: :func:`declared_range`; a dict: as given, for every
+    member) or None (empty: scores as they are)."""
+    from qe.ensemble.format import check_scale
+
+    if scales in (None, "none", "null", {}, ""):
+        return None
+    if scales == "auto":
+        return {n: declared_range(n, m) for n, m in manifests.items()}
+    if not isinstance(scales, dict):
+        raise ValueError(f"ensemble.scales={scales!r}: auto, or {{name: [lo, hi]}} for every member")
+    if set(scales) != set(manifests):
+        raise ValueError(f"ensemble.scales name {sorted(scales)}, the members are {sorted(manifests)} (every member "
+                         "needs one)")
+    return {n: check_scale(n, scales[n]) for n in manifests}
 
 
 def prediction_rule(manifests: dict[str, dict], predict: Any) -> tuple[dict | None, dict[str, dict]]:
@@ -143,17 +183,27 @@ def run(cfg) -> dict[str, Any]:
         raise ValueError("task=ensemble needs two or more members: +ensemble.members.NAME=EXPORT_DIR_OR_ZOO_NAME ...")
     manifests = {n: read_manifest(p) for n, p in members.items()}
     kinds = {m["kind"] for m in manifests.values()}
-    if len(kinds) > 1 and not e.get("allow_mixed_kinds", False):
+    scales = member_scales(manifests, to_dict(e.get("scales")))
+    if len(kinds) > 1 and not scales and not e.get("allow_mixed_kinds", False):
         raise ValueError(f"ensemble members are of different kinds ({', '.join(sorted(kinds))}); their scores are on "
-                         "different scales: set ensemble.allow_mixed_kinds=true if the mean still means something")
+                         "different scales: set ensemble.scales=auto (or {name: [lo, hi]}) to map each to [0, 1], "
+                         "or ensemble.allow_mixed_kinds=true if the plain mean still means something")
     weights = check_weights(list(members), to_dict(e.get("weights")) or None)
-    rule, options = prediction_rule(manifests, to_dict(e.get("predict", "auto")))
+    predict = to_dict(e.get("predict", "auto"))
+    if scales and predict == "auto":
+        # members mapped to [0, 1]: no member's rounding rule applies to the mean; RatPred members are read raw
+        rule, options = None, {n: ({"rounded": False} if m["kind"] == "qe_gru" else {}) for n, m in manifests.items()}
+    else:
+        rule, options = prediction_rule(manifests, predict)
     metrics: dict[str, Any] = {f"weight/{n}": w for n, w in weights.items()}
     results: dict[str, Any] = {"members": {n: {"path": str(p), "kind": manifests[n]["kind"],
                                                "checksum": manifests[n].get("checksum"), "weight": weights[n]}
                                            for n, p in members.items()},
-                               "predict": rule}
+                               "predict": rule, "scales": scales}
     runs = to_dict(e.get("cv_runs")) or {}
+    if runs and scales:
+        raise ValueError("ensemble.cv_runs scores RatPred runs' own predictions on their scale; it does not combine "
+                         "with ensemble.scales")
     if runs:
         if set(runs) != set(members):
             raise ValueError(f"ensemble.cv_runs names {sorted(runs)}, the members are {sorted(members)}")
@@ -166,13 +216,14 @@ def run(cfg) -> dict[str, Any]:
     out_dir = Path(str(cfg.paths.output_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "results.json").write_text(dumps(results, indent=2, default=float) + "\n", encoding="utf-8")
-    print(dumps({"weights": weights, "predict": rule, **({"cv": results["cv"]} if runs else {})}, indent=1,
-                default=float))
+    print(dumps({"weights": weights, "predict": rule, **({"scales": scales} if scales else {}),
+                 **({"cv": results["cv"]} if runs else {})}, indent=1, default=float))
     log_metrics(cfg, metrics, run_dir=out_dir)
     if cfg.get("export"):
         dest = save_ensemble_export(Path(str(cfg.export_dir)).expanduser(), members, weights=weights, predict=rule,
-                                    options=options, config={"members": {n: str(p) for n, p in members.items()},
-                                                             "weights": weights, "predict": rule},
+                                    options=options, scales=scales,
+                                    config={"members": {n: str(p) for n, p in members.items()},
+                                            "weights": weights, "predict": rule, "scales": scales},
                                     data={"members": {n: manifests[n].get("data", {}) for n in members}},
                                     metrics=metrics)
         metrics["export_path"] = str(dest)

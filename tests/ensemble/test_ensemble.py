@@ -9,6 +9,7 @@ import pytest
 import qe
 from qe.errors import ExportError, RecordError
 from tiny_ratpred import _compose_ratpred, _records
+from tests.content.test_aligner import tiny_export  # noqa: F401 - the module-scoped fixture
 
 
 def _compose_ensemble(tmp_path, *overrides):
@@ -189,4 +190,66 @@ def test_ensemble_refuses_bad_specs(two_runs, tmp_path, tiny_lm_export):
     cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={a['export']}", f"+ensemble.members.b={b['export']}",
                             f"+ensemble.cv_runs.a={a['run']}")
     with pytest.raises(ValueError, match="cv_runs names"):
+        run_training(cfg)
+
+
+def test_scaled_ensemble_of_a_content_aligner_and_ratpred(two_runs, tiny_export, tmp_path):  # noqa: F811
+    """ensemble.scales=auto: coverage (a content-aligner export, [0, 1]) and RatPred (raw, its clip range [1, 6]) are
+    mapped to [0, 1] and averaged, not rounded; explicit scales are checked; a kind without a range is refused."""
+    from qe.ensemble.format import read_spec
+    from qe.training import run_training
+
+    a = two_runs["a"]
+    recs = _records()[:12]
+    outs, mrs = [r.output for r in recs], [r.mr for r in recs]
+    outs[3] = "a completely unrelated sentence"  # an output that realises none of its MR's facts
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}", f"+ensemble.members.rp={a['export']}",
+                            "ensemble.scales=auto", "+ensemble.weights.content=3", "+ensemble.weights.rp=1")
+    run_training(cfg)
+    exp = tmp_path / "ens"
+    spec = read_spec(exp)
+    rows = {r["name"]: r for r in spec["members"]}
+    assert rows["content"]["scale"] == [0.0, 1.0] and rows["rp"]["scale"] == [1.0, 6.0] and spec["predict"] is None
+    assert rows["rp"]["options"] == {"rounded": False} and rows["content"]["options"] == {}
+    cov = np.asarray(qe.load(tiny_export).score(outs, mrs=mrs, progress=False))
+    raw = np.asarray(qe.load(a["export"], rounded=False).score(outs, mrs=mrs, progress=False))
+    assert cov.min() < cov.max()  # the unrelated output scores lower: the test sees the content member move
+    ens = qe.load(exp)
+    got = np.asarray(ens.score(outs, mrs=mrs, progress=False))
+    assert np.allclose(got, 0.75 * cov + 0.25 * (raw - 1.0) / 5.0)
+    comps = ens.score_components(outs, mrs=mrs, progress=False)
+    assert np.allclose(comps["rp"], (raw - 1.0) / 5.0) and np.allclose(comps["content"], cov)
+    assert "content*0.75[0,1]" in ens.signature and "rp*0.25[1,6]" in ens.signature
+
+    # explicit scales; a missing one, a bad one, and a kind that declares no range are refused
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}", f"+ensemble.members.rp={a['export']}",
+                            "ensemble.scales={content: [0, 1], rp: [0, 10]}")
+    run_training(cfg)
+    assert np.allclose(qe.load(exp).score(outs, mrs=mrs, progress=False), 0.5 * cov + 0.5 * raw / 10.0)
+    for bad, match in (("{content: [0, 1]}", "every member"), ("{content: [1, 1], rp: [1, 6]}", "lo < hi"),
+                       ("{content: [0, x], rp: [1, 6]}", "not \\[lo, hi\\]"), ("maybe", "auto, or")):
+        cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}",
+                                f"+ensemble.members.rp={a['export']}", f"ensemble.scales={bad}")
+        with pytest.raises(ValueError, match=match):
+            run_training(cfg)
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}", f"+ensemble.members.rp={a['export']}",
+                            "ensemble.scales=auto", f"+ensemble.cv_runs.content={a['run']}",
+                            f"+ensemble.cv_runs.rp={a['run']}")
+    with pytest.raises(ValueError, match="does not combine"):
+        run_training(cfg)
+    # an export whose member rows disagree on having a scale is refused when loaded
+    spec_path = exp / "ensemble.json"
+    doc = json.loads(spec_path.read_text())
+    del doc["members"][0]["scale"]
+    spec_path.write_text(json.dumps(doc))
+    with pytest.raises(ExportError, match="all or none"):
+        read_spec(exp)
+
+
+def test_scales_auto_refuses_a_member_without_a_declared_range(two_runs, tiny_lm_export, tmp_path):
+    from qe.training import run_training
+
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={two_runs['a']['export']}",
+                            f"+ensemble.members.lm={tiny_lm_export}", "ensemble.scales=auto")
+    with pytest.raises(ValueError, match="member lm \\(kind slor\\) declares no score range"):
         run_training(cfg)
