@@ -147,6 +147,10 @@ OLD = {
         "task=content_aligner data.source=webnlg data.max_length=128 data.val_fraction=0.05 trainer.max_steps=-1 "
         "trainer.max_epochs=1 trainer.val_check_interval=500 seed=42 trainer.enable_progress_bar=false",
         "trainer=gpu trainer.precision=32-true trainer.deterministic=true"),
+    "content-ratpred-webnlg": (
+        "task=ensemble +ensemble.members.content={models}/content-aligner-webnlg "
+        "+ensemble.members.ratpred={models}/ratpred-webnlg-cross ensemble.scales=auto",
+        ""),
     "_tiny-slor": (
         "data=lm_sample model=lstm_lm_small model.hidden_size=32 model.embedding_dim=32 model.dropout=0.3 "
         "trainer=cpu trainer.max_epochs=2 +trainer.limit_train_batches=4 +trainer.limit_val_batches=2 "
@@ -157,6 +161,7 @@ OLD_NEEDS = {
     "ratpred-emnlp17-s6-plus": ("ratpred-emnlp17-s6", "ratpred-emnlp17-s6-seed2", "ratpred-emnlp17-s6-minilm",
                                 "ratpred-emnlp17-s6-minilm-seed2"),
     "gruen-minilm": ("cola-minilm", "mlm-minilm", "sop-minilm"),
+    "content-ratpred-webnlg": ("content-aligner-webnlg", "ratpred-webnlg-cross"),
 }
 
 
