@@ -2,7 +2,7 @@
 
     python train.py task=ensemble +ensemble.members.gru=PATH_OR_ZOO_NAME +ensemble.members.minilm=... \\
         [+ensemble.weights.gru=2 +ensemble.weights.minilm=1] [+ensemble.cv_runs.gru=RUN_DIR ...] export_dir=DIR
-    python train.py task=ensemble +ensemble.members.content=content-aligner-webnlg \
+    python train.py task=ensemble +ensemble.members.content=content-aligner-webnlg \\
         +ensemble.members.ratpred=ratpred-webnlg-cross ensemble.scales=auto export_dir=DIR   # two scales, one mean
 
 ``ensemble.scales`` puts members of different scales on one: each member's score ``s`` becomes
@@ -190,9 +190,11 @@ def run(cfg) -> dict[str, Any]:
                          "or ensemble.allow_mixed_kinds=true if the plain mean still means something")
     weights = check_weights(list(members), to_dict(e.get("weights")) or None)
     predict = to_dict(e.get("predict", "auto"))
-    if scales and predict == "auto":
-        # members mapped to [0, 1]: no member's rounding rule applies to the mean; RatPred members are read raw
-        rule, options = None, {n: ({"rounded": False} if m["kind"] == "qe_gru" else {}) for n, m in manifests.items()}
+    if scales:
+        # members mapped to [0, 1]: no member's rounding rule applies to the mean (only a rule given here); RatPred
+        # members are read raw
+        rule = prediction_rule(manifests, predict)[0] if isinstance(predict, dict) else None
+        options = {n: ({"rounded": False} if m["kind"] == "qe_gru" else {}) for n, m in manifests.items()}
     else:
         rule, options = prediction_rule(manifests, predict)
     metrics: dict[str, Any] = {f"weight/{n}": w for n, w in weights.items()}

@@ -226,6 +226,17 @@ def test_scaled_ensemble_of_a_content_aligner_and_ratpred(two_runs, tiny_export,
                             "ensemble.scales={content: [0, 1], rp: [0, 10]}")
     run_training(cfg)
     assert np.allclose(qe.load(exp).score(outs, mrs=mrs, progress=False), 0.5 * cov + 0.5 * raw / 10.0)
+    # with scales RatPred is read raw whatever the rule; a rule given here rounds the mean, none does not
+    from qe.core.predictions import round_clip
+
+    for predict, want in (("none", 0.5 * cov + 0.5 * (raw - 1.0) / 5.0),
+                          ("{round_to: 0.25, clip_lo: 0, clip_hi: 1}",
+                           round_clip(0.5 * cov + 0.5 * (raw - 1.0) / 5.0, 0.25, 0.0, 1.0))):
+        cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}",
+                                f"+ensemble.members.rp={a['export']}", "ensemble.scales=auto", f"ensemble.predict={predict}")
+        run_training(cfg)
+        assert read_spec(exp)["members"][1]["options"] == {"rounded": False}
+        assert np.allclose(qe.load(exp).score(outs, mrs=mrs, progress=False), want), predict
     for bad, match in (("{content: [0, 1]}", "every member"), ("{content: [1, 1], rp: [1, 6]}", "lo < hi"),
                        ("{content: [0, x], rp: [1, 6]}", "not \\[lo, hi\\]"), ("maybe", "auto, or")):
         cfg = _compose_ensemble(tmp_path, f"+ensemble.members.content={tiny_export}",
