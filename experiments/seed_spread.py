@@ -4,6 +4,8 @@ and Williams tests of each seed's scorer against reference metrics scored in one
     python -m experiments.seed_spread outputs/eval_s42 outputs/eval_s1 outputs/eval_s2 \
         --metrics coverage_aligner coverage_aligner_only --against chrf bertscore \
         --ratings correctness data_coverage fluency relevance text_structure
+    python -m experiments.seed_spread outputs/eval_s42 outputs/eval_s1 outputs/eval_s2 \
+        --metrics ens.ensemble --paired ens.content ens.ratpred      # the ensemble against its members, per seed
 
 Each folder is one seed's evaluation of the same dataset (the same record ids); an output without a score or
 rating (null) is left out of the correlations that need it, and Williams' test drops it too. Per rating and metric: the instance
@@ -12,7 +14,9 @@ reports them), their mean and standard deviation (n - 1), and the system-level S
 means read from each folder's ``correlations.csv``. ``--against`` names metrics found in any one folder's
 ``scores.jsonl`` (scored once: a reference metric does not change with the seed): each seed's scorer is tested
 against each of them with Williams' test (one-sided, both directions), on the scores (Pearson) and on their ranks
-(Spearman). The folders are read, never written; nothing is scored.
+(Spearman). ``--paired`` names metrics scored in *every* folder (an ensemble's own members, say): each ``--metrics``
+entry is tested against each of them within each folder, its own seed against its own seed. The folders are read,
+never written; nothing is scored.
 """
 from __future__ import annotations
 
@@ -59,8 +63,8 @@ def column(rows: dict[str, dict[str, Any]], ids: Sequence[str], field: str, key:
         raise SystemExit(f"{where}: record {ids[0]!r} and others have no {field}.{key}") from None
 
 
-def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[str], ratings: Sequence[str]
-           ) -> dict[str, Any]:
+def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[str], ratings: Sequence[str],
+           paired: Sequence[str] = ()) -> dict[str, Any]:
     runs = [read_scores(f) for f in folders]
     ids = sorted(runs[0])
     for f, r in zip(folders[1:], runs[1:]):
@@ -85,10 +89,13 @@ def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[st
             sys_r = [s.get((rating, m, "pearson"), np.nan) for s in systems]
             out["rows"].append({"rating": rating, "metric": m, "spearman": rho, "pearson": r,
                                 "system_spearman": sys_rho, "system_pearson": sys_r})
-            for ref, x_ref in refs.items():
-                for seed, x in zip(folders, per):
-                    t_r, _, _ = williams_compare(human[ok], x[ok], x_ref[ok])
-                    t_rank, _, _ = williams_compare(rankdata(human[ok]), rankdata(x[ok]), rankdata(x_ref[ok]))
+            pairs = [(ref, [x_ref] * len(folders)) for ref, x_ref in refs.items()]
+            pairs += [(p, [column(r, ids, "scores", p, f) for f, r in zip(folders, runs)]) for p in paired if p != m]
+            for ref, x_refs in pairs:
+                for seed, x, x_ref in zip(folders, per, x_refs):
+                    keep = ok & ~np.isnan(x) & ~np.isnan(x_ref)
+                    t_r, _, _ = williams_compare(human[keep], x[keep], x_ref[keep])
+                    t_rank, _, _ = williams_compare(rankdata(human[keep]), rankdata(x[keep]), rankdata(x_ref[keep]))
                     out["williams"].append({"rating": rating, "metric": m, "against": ref, "folder": str(seed),
                                             "p_metric_better_r": t_r.p, "p_against_better_r": 1 - t_r.p,
                                             "p_metric_better_rank": t_rank.p, "p_against_better_rank": 1 - t_rank.p})
@@ -137,11 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("folders", nargs="+", type=Path, help="qe evaluate output folders, one per seed")
     ap.add_argument("--metrics", nargs="+", required=True)
     ap.add_argument("--against", nargs="*", default=[])
+    ap.add_argument("--paired", nargs="*", default=[], help="metrics of every folder to test against per folder")
     ap.add_argument("--ratings", nargs="+", default=["correctness", "data_coverage", "fluency", "relevance",
                                                       "text_structure"])
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     a = ap.parse_args(argv)
-    res = spread(a.folders, a.metrics, a.against, a.ratings)
+    res = spread(a.folders, a.metrics, a.against, a.ratings, a.paired)
     print(table(res))
     if a.json:
         from qe.core.jsonio import dumps

@@ -62,3 +62,21 @@ def test_folders_must_hold_the_same_records(tmp_path):
         seed_spread.spread([a, b], ["m"], [], ["quality"])
     with pytest.raises(SystemExit, match="--against nope: scored in none"):
         seed_spread.spread([a], ["m"], ["nope"], ["quality"])
+
+
+def test_paired_metrics_are_tested_within_each_folder(tmp_path):
+    """--paired: each folder's metric against that folder's own member score, not against one folder's."""
+    rng = np.random.default_rng(1)
+    human = rng.normal(size=300)
+    folders = []
+    for name, member_noise in (("a", 0.3), ("b", 3.0)):  # the member is better than m in a, worse in b
+        member = human + rng.normal(scale=member_noise, size=300)
+        m = human + rng.normal(scale=1.0, size=300)
+        f = _folder(tmp_path / name, m, human, ref=member)
+        folders.append(f)
+    res = seed_spread.spread(folders, ["m"], [], ["quality"], paired=["ref", "m"])  # m against itself: skipped
+    w = {x["folder"]: x for x in res["williams"]}
+    assert len(res["williams"]) == 2 and {x["against"] for x in res["williams"]} == {"ref"}
+    assert w[str(folders[0])]["p_against_better_r"] < 0.01 and w[str(folders[1])]["p_metric_better_r"] < 0.01
+    assert w[str(folders[1])]["p_metric_better_rank"] < 0.01
+    assert "| quality | m | ref |" in seed_spread.table(res)
