@@ -111,6 +111,20 @@ def spread(folders: Sequence[Path], metrics: Sequence[str], against: Sequence[st
     return out
 
 
+def describe(folder: Path, metrics: Sequence[str]) -> str:
+    """How each metric's scores are spread in one folder: distinct values, sd, 5/50/95th percentiles, share at max."""
+    rows = read_scores(folder)
+    ids = sorted(rows)
+    lines = ["| metric | distinct | sd | 5 % / 50 % / 95 % | share at its max |", "|---|---|---|---|---|"]
+    for m in metrics:
+        x = column(rows, ids, "scores", m, folder)
+        x = x[~np.isnan(x)]
+        p = np.percentile(x, [5, 50, 95])
+        lines.append(f"| {m} | {len(np.unique(np.round(x, 9)))} | {x.std():.3f} | {p[0]:.3f} / {p[1]:.3f} / {p[2]:.3f} | "
+                     f"{float(np.mean(x == x.max())):.3f} |")
+    return "\n".join(lines)
+
+
 def _ms(xs: Sequence[float]) -> str:
     xs = [x for x in xs if not np.isnan(x)]
     if not xs:
@@ -148,7 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ratings", nargs="+", default=["correctness", "data_coverage", "fluency", "relevance",
                                                       "text_structure"])
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--describe", action="store_true", help="only how each metric's scores are spread, per folder")
     a = ap.parse_args(argv)
+    if a.describe:
+        print("\n\n".join(f"{f}\n\n{describe(f, a.metrics)}" for f in a.folders))
+        return 0
     res = spread(a.folders, a.metrics, a.against, a.ratings, a.paired)
     print(table(res))
     if a.json:

@@ -80,3 +80,11 @@ def test_paired_metrics_are_tested_within_each_folder(tmp_path):
     assert w[str(folders[0])]["p_against_better_r"] < 0.01 and w[str(folders[1])]["p_metric_better_r"] < 0.01
     assert w[str(folders[1])]["p_metric_better_rank"] < 0.01
     assert "| quality | m | ref |" in seed_spread.table(res)
+
+
+def test_describe_gives_the_spread_of_each_metric(tmp_path, capsys):
+    a = _folder(tmp_path / "a", [0.0, 1.0, 1.0, 1.0], [1, 2, 3, 4], ref=[0.1, 0.2, 0.3, 0.4])
+    assert seed_spread.main([str(a), "--metrics", "m", "ref", "--describe"]) == 0
+    out = capsys.readouterr().out
+    assert f"| m | 2 | {np.std([0, 1, 1, 1]):.3f} |" in out and out.rstrip().endswith("| 0.250 |")
+    assert "| 0.750 |" in out  # three of four m scores at its max
