@@ -71,6 +71,15 @@ def check_scale(name: str, scale: Any) -> list[float]:
     return [lo, hi]
 
 
+def check_scales(names: list[str], scales: dict[str, Any], what: str = "ensemble scales") -> dict[str, list[float]]:
+    """``{name: [lo, hi]}`` for every member of ``names``, each checked by :func:`check_scale`; refused naming the
+    members when ``scales`` does not name exactly them (every member has a scale, or none has)."""
+    if set(scales) != set(names):
+        raise ValueError(f"{what} name {sorted(scales)}, the members are {sorted(names)} (every member needs one, or "
+                         "none does)")
+    return {n: check_scale(n, scales[n]) for n in names}
+
+
 def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, weights: dict[str, float] | None = None,
                          predict: dict[str, Any] | None = None, options: dict[str, dict[str, Any]] | None = None,
                          scales: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
@@ -85,10 +94,7 @@ def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, we
             raise ValueError(f"ensemble member name {n!r}: use letters, digits, '_', '.', '-'")
     w = check_weights(names, weights)
     if scales:
-        if set(scales) != set(names):
-            raise ValueError(f"ensemble scales name {sorted(scales)}, the members are {sorted(names)} (every member "
-                             "needs one, or none does)")
-        scales = {n: check_scale(n, scales[n]) for n in names}
+        scales = check_scales(names, scales)
     rows = []
     manifests = {n: read_manifest(Path(p)) for n, p in members.items()}
     with export_writer(dest, kind=KIND, config=config or {}, data=data, metrics=metrics) as tmp:

@@ -26,13 +26,11 @@ class EnsembleScorer(Scorer):
 
     def __init__(self, members: dict[str, Scorer], weights: dict[str, float], predict: dict[str, Any] | None = None,
                  checksum: str = "", scales: dict[str, Any] | None = None):
-        from qe.ensemble.format import check_scale, check_weights
+        from qe.ensemble.format import check_scales, check_weights
 
         self.members = dict(members)
         self.weights = check_weights(list(self.members), weights)
-        if scales and set(scales) != set(self.members):
-            raise ValueError(f"ensemble scales name {sorted(scales)}, the members are {sorted(self.members)}")
-        self.scales = {n: check_scale(n, scales[n]) for n in self.members} if scales else None
+        self.scales = check_scales(list(self.members), scales) if scales else None
         self.predict = predict
         self._checksum = checksum[:12]
         self.name = "Ensemble(" + "+".join(self.members) + ")"

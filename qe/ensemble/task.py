@@ -52,9 +52,19 @@ def resolve_member(spec: str) -> Path:
 
 
 def declared_range(name: str, manifest: dict) -> list[float]:
-    """``[lo, hi]`` a member's scores lie in, from its export: a RatPred export's clip range (its prediction rule),
-    [0, 1] for a content aligner (the coverage score); other kinds declare none (give ``ensemble.scales.NAME``)."""
+    """``[lo, hi]`` a member's scores lie in, from its export: the manifest's ``score_range`` when the export declares
+    one (any kind: ``export_writer(..., extra={"score_range": [lo, hi]})``), else a RatPred export's clip range (its
+    prediction rule) or [0, 1] for a content aligner (the coverage score); other exports declare none (give
+    ``ensemble.scales.NAME``)."""
+    from qe.ensemble.format import check_scale
+
     kind = manifest.get("kind")
+    if manifest.get("score_range") is not None:
+        try:
+            return check_scale(name, manifest["score_range"])
+        except ValueError as exc:
+            raise ValueError(f"ensemble.scales=auto: member {name} (kind {kind}) declares score_range "
+                             f"{manifest['score_range']!r}: {exc}") from None
     if kind == "qe_gru":
         rule = manifest.get("config", {}).get("predict") or {}
         lo, hi = rule.get("clip_lo"), rule.get("clip_hi")
@@ -69,7 +79,7 @@ def declared_range(name: str, manifest: dict) -> list[float]:
 def member_scales(manifests: dict[str, dict], scales: Any) -> dict[str, list[float]] | None:
     """``{name: [lo, hi]}`` for ``ensemble.scales`` (``auto``: :func:`declared_range`; a dict: as given, for every
     member) or None (empty: scores as they are)."""
-    from qe.ensemble.format import check_scale
+    from qe.ensemble.format import check_scales
 
     if scales in (None, "none", "null", {}, ""):
         return None
@@ -77,10 +87,7 @@ def member_scales(manifests: dict[str, dict], scales: Any) -> dict[str, list[flo
         return {n: declared_range(n, m) for n, m in manifests.items()}
     if not isinstance(scales, dict):
         raise ValueError(f"ensemble.scales={scales!r}: auto, or {{name: [lo, hi]}} for every member")
-    if set(scales) != set(manifests):
-        raise ValueError(f"ensemble.scales name {sorted(scales)}, the members are {sorted(manifests)} (every member "
-                         "needs one)")
-    return {n: check_scale(n, scales[n]) for n in manifests}
+    return check_scales(list(manifests), scales, what="ensemble.scales")
 
 
 def prediction_rule(manifests: dict[str, dict], predict: Any) -> tuple[dict | None, dict[str, dict]]:

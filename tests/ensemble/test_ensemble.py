@@ -264,3 +264,28 @@ def test_scales_auto_refuses_a_member_without_a_declared_range(two_runs, tiny_lm
                             f"+ensemble.members.lm={tiny_lm_export}", "ensemble.scales=auto")
     with pytest.raises(ValueError, match="member lm \\(kind slor\\) declares no score range"):
         run_training(cfg)
+
+
+def test_scales_auto_reads_a_score_range_any_export_declares(two_runs, tiny_lm_export, tmp_path):
+    """An export of any kind may declare ``score_range`` in its manifest; ``scales=auto`` then uses it (a bad one is
+    refused naming the member)."""
+    from pathlib import Path
+
+    from qe.core.export import MANIFEST
+    from qe.ensemble.format import read_spec
+    from qe.ensemble.task import declared_range
+    from qe.training import run_training
+
+    lm = tmp_path / "lm_declared"
+    shutil.copytree(tiny_lm_export, lm)
+    man = json.loads((lm / MANIFEST).read_text())
+    assert declared_range("a", json.loads((Path(two_runs["a"]["export"]) / MANIFEST).read_text())) == [1.0, 6.0]
+    man["score_range"] = [-20, 0]
+    (lm / MANIFEST).write_text(json.dumps(man))
+    cfg = _compose_ensemble(tmp_path, f"+ensemble.members.a={two_runs['a']['export']}",
+                            f"+ensemble.members.lm={lm}", "ensemble.scales=auto", f"export_dir={tmp_path / 'ens'}")
+    run_training(cfg)
+    spec = read_spec(tmp_path / "ens")
+    assert {r["name"]: r["scale"] for r in spec["members"]} == {"a": [1.0, 6.0], "lm": [-20.0, 0.0]}
+    with pytest.raises(ValueError, match=r"member lm \(kind slor\) declares score_range \[3, 3\]"):
+        declared_range("lm", {**man, "score_range": [3, 3]})
