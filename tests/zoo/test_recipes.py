@@ -147,6 +147,10 @@ OLD = {
         "task=content_aligner data.source=webnlg data.max_length=128 data.val_fraction=0.05 trainer.max_steps=-1 "
         "trainer.max_epochs=1 trainer.val_check_interval=500 seed=42 trainer.enable_progress_bar=false",
         "trainer=gpu trainer.precision=32-true trainer.deterministic=true"),
+    "content-ratpred-e2e": (
+        "task=ensemble +ensemble.members.content={models}/content-aligner-e2e "
+        "+ensemble.members.ratpred={models}/ratpred-e2e-vectors ensemble.scales=auto",
+        ""),
     "content-ratpred-webnlg": (
         "task=ensemble +ensemble.members.content={models}/content-aligner-webnlg "
         "+ensemble.members.ratpred={models}/ratpred-webnlg-cross ensemble.scales=auto",
@@ -161,6 +165,7 @@ OLD_NEEDS = {
     "ratpred-emnlp17-s6-plus": ("ratpred-emnlp17-s6", "ratpred-emnlp17-s6-seed2", "ratpred-emnlp17-s6-minilm",
                                 "ratpred-emnlp17-s6-minilm-seed2"),
     "gruen-minilm": ("cola-minilm", "mlm-minilm", "sop-minilm"),
+    "content-ratpred-e2e": ("content-aligner-e2e", "ratpred-e2e-vectors"),
     "content-ratpred-webnlg": ("content-aligner-webnlg", "ratpred-webnlg-cross"),
 }
 
