@@ -24,8 +24,9 @@ How an MR is written (:func:`mr_text`):
   cheap, family friendly yes.`` (slot names split into words; a slot without value is its name alone);
   acts other than ``inform`` start with the act's name (``request area.``), an act without slots is its name.
 
-Empty outputs score 0 (``bertscore``'s rule); an MR that cannot be parsed is an error naming the record
-(``mrs[i]`` or the record id) and the formats tried.
+Empty outputs score 0 (``bertscore``'s rule); an MR with nothing to write out (``inform()``, ``{}``, no triples)
+scores NaN, as ``coverage`` scores an MR with nothing to check; an MR that cannot be parsed is an error naming the
+record (``mrs[i]`` or the record id) and the formats tried.
 """
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ class MRBERTScore(Scorer):
             raise ValueError("mr-bertscore: every output has exactly one MR text as its reference; missing_refs / mode "
                              "do not apply")
         self.mr_format = mr_format
-        self.bertscore = BERTScore(**bertscore_options)
+        # an MR with nothing to write out (``inform()``, ``{}``) has no reference text: NaN, as coverage scores it
+        self.bertscore = BERTScore(missing_refs="nan", **bertscore_options)
         self.corpus_dependent = self.bertscore.corpus_dependent
 
     def signature_fields(self) -> dict:

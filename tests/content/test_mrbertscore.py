@@ -67,6 +67,8 @@ def test_an_output_saying_the_mr_scores_above_an_unrelated_one(scorer):
 
 def test_empty_output_scores_zero_and_bad_input_names_the_record(scorer):
     assert scorer.score(["", GOOD[1]], mrs=MRS, progress=False)[0] == 0.0
+    nan_row = scorer.score_components([GOOD[0], GOOD[1]], mrs=[MRS[0], "inform()"], progress=False)
+    assert all(np.isnan(nan_row[k][1]) and np.isfinite(nan_row[k][0]) for k in nan_row)  # nothing to write out
     with pytest.raises(MissingInputError, match="meaning representations"):
         scorer.score(GOOD)
     with pytest.raises(RecordError, match=r"record 'b7': field 'mr'.*cannot parse MR"):
