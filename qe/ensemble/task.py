@@ -7,7 +7,8 @@
 
 ``ensemble.scales`` puts members of different scales on one: each member's score ``s`` becomes
 ``(s - lo) / (hi - lo)`` before the weighted mean; ``auto`` takes each member's declared range (:func:`declared_range`:
-a RatPred export's clip range, [0, 1] for the coverage score of a content-aligner export), or give
+the manifest's ``score_range`` when the export declares one, else a RatPred export's clip range or [0, 1] for the
+coverage score of a content-aligner export), or give
 ``{name: [lo, hi]}`` for every member. With scales the mean is not rounded (RatPred members are read raw) unless
 ``ensemble.predict`` gives a rule, and members of different kinds are allowed.
 
