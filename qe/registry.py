@@ -62,7 +62,7 @@ _add("length", _E("qe.evaluation.baselines:LengthScorer", "output length in word
 # ---- content (which MR facts an output realises; no references) ------------------------------------------------
 _add("coverage", _E("qe.content.scorer:CoverageScorer", "MR facts realised minus wrong / hallucinated / repeated ones, "
                                                         "normalised; rows carry per-slot verdicts; lexicon=none|e2e|FILE"))
-_add("mr-bertscore", _E("qe.content.mrbertscore:MRBERTScore", "BERTScore of the output against its MR written out "
+_add("mr-bertscore", _E("qe.refmetrics.mrbertscore:MRBERTScore", "BERTScore of the output against its MR written out "
                                                               "as text (no references); precision / recall / f1"))
 
 # ---- reference-based metrics (qe.refmetrics) --------------------------------------------------------------------

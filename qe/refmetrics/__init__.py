@@ -8,7 +8,8 @@
 
 Metric definitions, multi-reference modes and the handling of empty inputs: :mod:`qe.refmetrics.base`,
 :mod:`qe.refmetrics.ngram`, :mod:`qe.refmetrics.rouge`, :mod:`qe.refmetrics.overlap`, :mod:`qe.refmetrics.bertscore`
-(BERTScore through the bert-score package). Registered names and the
+(BERTScore through the bert-score package); :mod:`qe.refmetrics.mrbertscore` is its one referenceless member
+(``mr-bertscore``: the output against its MR written out as text). Registered names and the
 papers' presets: :data:`qe.registry.SCORERS` (``qe.refmetrics.describe()`` prints them).
 """
 from __future__ import annotations

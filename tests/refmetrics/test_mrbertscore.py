@@ -7,7 +7,7 @@ import pytest
 
 import qe
 from qe.cli import main
-from qe.content.mrbertscore import mr_text
+from qe.refmetrics.mrbertscore import mr_text
 from qe.errors import MissingDependencyError, MissingInputError, RecordError
 
 pytest.importorskip("bert_score", reason="bert-score is not installed: pip install 'bert-score>=0.3.13'")
