@@ -6,6 +6,8 @@ and Williams tests of each seed's scorer against reference metrics scored in one
         --ratings correctness data_coverage fluency relevance text_structure
     python -m experiments.seed_spread outputs/eval_s42 outputs/eval_s1 outputs/eval_s2 \
         --metrics ens.ensemble --paired ens.content ens.ratpred      # the ensemble against its members, per seed
+    python -m experiments.seed_spread F1 F2 F3 --metrics ens.ensemble --against chrf bertscore \
+        --plot fig.png --goal correctness=0.451 fluency=0.410                # bars per rating, goals dashed
 
 Each folder is one seed's evaluation of the same dataset (the same record ids); an output without a score or
 rating (null) is left out of the correlations that need it, and Williams' test drops it too. Per rating and metric: the instance
@@ -153,6 +155,44 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plot(res: dict[str, Any], path: Path, goals: dict[str, float] | None = None) -> Path:
+    """One panel per rating: each metric's instance Spearman ρ (mean over the folders, bars; the spread over the
+    folders as error bars, sd), the reference metrics of ``--against`` in grey, a goal per rating as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ratings = list(dict.fromkeys(r["rating"] for r in res["rows"]))
+    metrics = list(dict.fromkeys(r["metric"] for r in res["rows"]))
+    refs = {r["metric"] for r in res["rows"] if len(r["spearman"]) == 1 and len(res["folders"]) > 1}
+    fig, axes = plt.subplots(1, len(ratings), figsize=(3.2 * len(ratings), 0.45 * len(metrics) + 1.4), sharey=True,
+                             squeeze=False)
+    for ax, rating in zip(axes[0], ratings):
+        rows = {r["metric"]: r["spearman"] for r in res["rows"] if r["rating"] == rating}
+        y = np.arange(len(metrics))
+        means = [float(np.mean(rows[m])) if m in rows else np.nan for m in metrics]
+        sds = [float(np.std(rows[m], ddof=1)) if m in rows and len(rows[m]) > 1 else 0.0 for m in metrics]
+        colours = ["0.65" if m in refs else "C0" for m in metrics]
+        ax.barh(y, means, xerr=sds, color=colours, capsize=2)
+        for yi, v in zip(y, means):
+            if not np.isnan(v):
+                ax.text(v, yi, f" {v:.3f}", va="center", fontsize=7)
+        if goals and rating in goals:
+            ax.axvline(goals[rating], ls="--", color="C3", lw=1)
+        ax.set_title(rating.replace("_", " "), fontsize=9)
+        ax.set_xlabel("instance Spearman ρ", fontsize=8)
+        ax.set_xlim(0, max([v for v in means if not np.isnan(v)] + list((goals or {}).values()) + [0.1]) * 1.25)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_yticks(np.arange(len(metrics)), metrics)
+    axes[0][0].invert_yaxis()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.seed_spread", description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", type=Path, help="qe evaluate output folders, one per seed")
@@ -163,12 +203,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                       "text_structure"])
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     ap.add_argument("--describe", action="store_true", help="only how each metric's scores are spread, per folder")
+    ap.add_argument("--plot", type=Path, default=None, help="also draw the instance ρ per rating into this image")
+    ap.add_argument("--goal", nargs="*", default=[], metavar="RATING=RHO", help="a dashed line per rating in --plot")
     a = ap.parse_args(argv)
+    goals = {}
+    for g in a.goal:
+        k, _, v = g.partition("=")
+        try:
+            goals[k] = float(v)
+        except ValueError:
+            ap.error(f"--goal {g!r}: give RATING=RHO, e.g. correctness=0.451")
     if a.describe:
         print("\n\n".join(f"{f}\n\n{describe(f, a.metrics)}" for f in a.folders))
         return 0
     res = spread(a.folders, a.metrics, a.against, a.ratings, a.paired)
     print(table(res))
+    if a.plot:
+        print(f"plot: {plot(res, a.plot, goals)}")
     if a.json:
         from qe.core.jsonio import dumps
 

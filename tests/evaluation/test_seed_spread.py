@@ -88,3 +88,16 @@ def test_describe_gives_the_spread_of_each_metric(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"| m | 2 | {np.std([0, 1, 1, 1]):.3f} |" in out and out.rstrip().endswith("| 0.250 |")
     assert "| 0.750 |" in out  # three of four m scores at its max
+
+
+def test_plot_draws_one_panel_per_rating_with_goals(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    human = rng.normal(size=60)
+    a = _folder(tmp_path / "a", human + rng.normal(size=60), human, ref=human + rng.normal(size=60))
+    b = _folder(tmp_path / "b", human + rng.normal(size=60), human)
+    out = tmp_path / "fig" / "spread.png"
+    assert seed_spread.main([str(a), str(b), "--metrics", "m", "--against", "ref", "--ratings", "quality",
+                             "--plot", str(out), "--goal", "quality=0.5"]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"plot: {out}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        seed_spread.main([str(a), "--metrics", "m", "--plot", str(out), "--goal", "quality=high"])
