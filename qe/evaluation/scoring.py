@@ -229,6 +229,24 @@ def _read_previous(out_dir: Path, digest: str) -> tuple[dict[str, np.ndarray], d
         return None
 
 
+def _keep_dropped(out_dir: Path, meta: dict[str, Any], labels: set[str]) -> None:
+    """Finished scores in ``out_dir`` of scorers this run does not name would vanish when this run writes its
+    checkpoint: copy the previous ``scores.jsonl`` / ``scores.meta.json`` to ``scores.previous.*`` first and say so."""
+    import shutil
+
+    dropped = sorted(lbl for lbl in (meta.get("scorer_specs") or {}) if lbl not in labels)
+    if not dropped:
+        return
+    for name in (SCORES_FILE, META_FILE):
+        src = out_dir / name
+        if src.is_file():
+            shutil.copy2(src, out_dir / name.replace("scores.", "scores.previous.", 1))
+    log.warning("%s holds finished scores of %s, which this run does not name: this run's scores.jsonl will not "
+                "carry them; the previous files are kept as %s (name every scorer, or use another output_dir, to "
+                "keep them in one report)", out_dir / SCORES_FILE, ", ".join(dropped),
+                out_dir / SCORES_FILE.replace("scores.", "scores.previous.", 1))
+
+
 def read_metric_file(label: str, spec: Any, records: Sequence[Record]) -> tuple[np.ndarray, str]:
     """Scores computed elsewhere (e.g. cross-validated predictions: each output scored by a model that never saw
     it), joined to ``records`` by id. ``spec``: a path, or ``{path, field: score, id_field: id, filter: {col:
@@ -338,6 +356,8 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
     # 2. scorers, with checkpoint / resume
     digest = ids_digest(records)
     prev = _read_previous(out_dir, digest) if resume else None
+    if prev is not None:
+        _keep_dropped(out_dir, prev[1], {spec.label for spec in specs})
     specs_done: dict[str, str] = {}
     corpus = {} if corpus is None else corpus
     texts = [r.output for r in records]

@@ -134,6 +134,19 @@ def test_checkpoint_survives_a_crash_and_resume_skips_finished_scorers(cfg_for, 
     assert CALLS["count"] == calls + 1
 
 
+def test_a_run_naming_fewer_scorers_keeps_the_dropped_scores_aside(cfg_for, tmp_path, caplog):
+    """Adding a scorer to a folder by naming only it must not lose the finished scores of the others silently."""
+    out = tmp_path / "run"
+    run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    assert "count" in _scores(out / "scores.jsonl")[0]["scores"]
+    with caplog.at_level("WARNING"):
+        run_evaluation(cfg_for("scorer=[length]", "plots.enabled=false"))
+    assert "count" not in _scores(out / "scores.jsonl")[0]["scores"]
+    assert "count" in _scores(out / "scores.previous.jsonl")[0]["scores"]
+    assert (out / "scores.previous.meta.json").is_file()
+    assert "finished scores of count, which this run does not name" in caplog.text
+
+
 def test_bad_configs_give_clear_errors(cfg_for):
     with pytest.raises(EvaluationConfigError, match=r"scorer 'nope'.*no-such-scorer.*Registered scorers"):
         run_evaluation(cfg_for("+scorers.nope.model=no-such-scorer"))
