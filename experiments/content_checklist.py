@@ -55,12 +55,12 @@ def pair_accuracy(clean: np.ndarray, corrupt: np.ndarray) -> tuple[float, int]:
 
 
 def _load(spec: str):
+    """``qe.load(spec)``; a RatPred export again with ``rounded=False`` (read raw, as an ensemble reads it)."""
     import qe
+    from qe.ratpred.scorer import RatPredScorer
 
-    try:
-        return qe.load(spec, rounded=False)
-    except TypeError:
-        return qe.load(spec)
+    scorer = qe.load(spec)
+    return qe.load(spec, rounded=False) if isinstance(scorer, RatPredScorer) else scorer
 
 
 def _unit(scorer, s: np.ndarray) -> np.ndarray:

@@ -237,14 +237,18 @@ def _keep_dropped(out_dir: Path, meta: dict[str, Any], labels: set[str]) -> None
     dropped = sorted(lbl for lbl in (meta.get("scorer_specs") or {}) if lbl not in labels)
     if not dropped:
         return
+    k = 1  # an earlier copy is never overwritten: scores.previous.jsonl, scores.previous2.jsonl, ...
+    while (out_dir / SCORES_FILE.replace("scores.", f"scores.previous{k if k > 1 else ''}.", 1)).exists():
+        k += 1
+    tag = f"scores.previous{k if k > 1 else ''}."
     for name in (SCORES_FILE, META_FILE):
         src = out_dir / name
         if src.is_file():
-            shutil.copy2(src, out_dir / name.replace("scores.", "scores.previous.", 1))
+            shutil.copy2(src, out_dir / name.replace("scores.", tag, 1))
     log.warning("%s holds finished scores of %s, which this run does not name: this run's scores.jsonl will not "
                 "carry them; the previous files are kept as %s (name every scorer, or use another output_dir, to "
                 "keep them in one report)", out_dir / SCORES_FILE, ", ".join(dropped),
-                out_dir / SCORES_FILE.replace("scores.", "scores.previous.", 1))
+                out_dir / SCORES_FILE.replace("scores.", tag, 1))
 
 
 def read_metric_file(label: str, spec: Any, records: Sequence[Record]) -> tuple[np.ndarray, str]:

@@ -145,6 +145,12 @@ def test_a_run_naming_fewer_scorers_keeps_the_dropped_scores_aside(cfg_for, tmp_
     assert "count" in _scores(out / "scores.previous.jsonl")[0]["scores"]
     assert (out / "scores.previous.meta.json").is_file()
     assert "finished scores of count, which this run does not name" in caplog.text
+    # each later drop keeps its own copy beside the earlier ones (this one drops length, the next count again)
+    run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    run_evaluation(cfg_for("scorer=[length]", "plots.enabled=false"))
+    assert set(_scores(out / "scores.previous2.jsonl")[0]["scores"]) == {"length"}
+    assert set(_scores(out / "scores.previous3.jsonl")[0]["scores"]) == {"count"}
+    assert "count" in _scores(out / "scores.previous.jsonl")[0]["scores"]
 
 
 def test_bad_configs_give_clear_errors(cfg_for):
