@@ -74,7 +74,9 @@ def save_export(dest: str | Path, model, tokenizer, *, config: dict[str, Any], d
 
     model = model.float().cpu().eval()
     own = {k: v for k, v in config.items() if k != "train"}
-    with export_writer(dest, kind=KIND, config=config, data=data, metrics=metrics, card=False) as tmp:
+    # the coverage score the export is loaded as lies in [0, 1] (qe.ensemble's scales=auto reads it)
+    with export_writer(dest, kind=KIND, config=config, data=data, metrics=metrics, card=False,
+                       extra={"score_range": [0.0, 1.0]}) as tmp:
         model.save_pretrained(tmp / HF_SUBDIR, safe_serialization=True)
         tokenizer.save_pretrained(tmp / HF_SUBDIR)
         (tmp / CONFIG_FILE).write_text(dumps(own, indent=1) + "\n", encoding="utf-8")

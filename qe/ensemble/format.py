@@ -80,6 +80,16 @@ def check_scales(names: list[str], scales: dict[str, Any], what: str = "ensemble
     return {n: check_scale(n, scales[n]) for n in names}
 
 
+def output_range(predict: dict[str, Any] | None, scaled: bool) -> list[float] | None:
+    """The manifest's ``score_range`` of an ensemble export: its prediction rule's clip range when the rule clips on
+    both sides, else [0, 1] when the members are scaled (a weighted mean, weights summing to 1, of scores mapped to
+    [0, 1]), else None (the members' own scales: the export declares none)."""
+    lo, hi = (predict or {}).get("clip_lo"), (predict or {}).get("clip_hi")
+    if lo is not None and hi is not None:
+        return [float(lo), float(hi)]
+    return [0.0, 1.0] if scaled else None
+
+
 def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, weights: dict[str, float] | None = None,
                          predict: dict[str, Any] | None = None, options: dict[str, dict[str, Any]] | None = None,
                          scales: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
@@ -97,7 +107,9 @@ def save_ensemble_export(dest: str | Path, members: dict[str, str | Path], *, we
         scales = check_scales(names, scales)
     rows = []
     manifests = {n: read_manifest(Path(p)) for n, p in members.items()}
-    with export_writer(dest, kind=KIND, config=config or {}, data=data, metrics=metrics) as tmp:
+    rng = output_range(predict, bool(scales))
+    with export_writer(dest, kind=KIND, config=config or {}, data=data, metrics=metrics,
+                       extra={"score_range": rng} if rng else None) as tmp:
         for n in names:
             src = Path(members[n])
             shutil.copytree(src, tmp / MEMBERS_DIR / n, ignore=shutil.ignore_patterns(".*"))

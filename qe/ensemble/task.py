@@ -53,10 +53,11 @@ def resolve_member(spec: str) -> Path:
 
 
 def declared_range(name: str, manifest: dict) -> list[float]:
-    """``[lo, hi]`` a member's scores lie in, from its export: the manifest's ``score_range`` when the export declares
-    one (any kind: ``export_writer(..., extra={"score_range": [lo, hi]})``), else a RatPred export's clip range (its
-    prediction rule) or [0, 1] for a content aligner (the coverage score); other exports declare none (give
-    ``ensemble.scales.NAME``)."""
+    """``[lo, hi]`` a member's scores lie in, from its export: the manifest's ``score_range``, which RatPred (its clip
+    range), content-aligner ([0, 1], the coverage score) and scaled ensemble ([0, 1]) exports write (any kind may:
+    ``export_writer(..., extra={"score_range": [lo, hi]})``). Exports written before 2026-11-28 carry none; for them
+    the same two ranges are read from the export itself (a RatPred export's prediction rule; a content aligner's
+    kind). Other exports declare none (give ``ensemble.scales.NAME``)."""
     from qe.ensemble.format import check_scale
 
     kind = manifest.get("kind")
@@ -66,6 +67,7 @@ def declared_range(name: str, manifest: dict) -> list[float]:
         except ValueError as exc:
             raise ValueError(f"ensemble.scales=auto: member {name} (kind {kind}) declares score_range "
                              f"{manifest['score_range']!r}: {exc}") from None
+    # exports written before score_range existed (the published zoo builds among them)
     if kind == "qe_gru":
         rule = manifest.get("config", {}).get("predict") or {}
         lo, hi = rule.get("clip_lo"), rule.get("clip_hi")

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
         config = {**(config or {}), "content_features": content.manifest()}
     full = {"model": dict(model), "predict": dict(predict), "vocab_sha256": vocab.fingerprint(), **(config or {})}
     dest = Path(dest)
-    with export_writer(dest, kind=EXPORT_KIND, config=full, data=data, metrics=metrics) as tmp:
+    rng = clip_range(predict)
+    with export_writer(dest, kind=EXPORT_KIND, config=full, data=data, metrics=metrics,
+                       extra={"score_range": rng} if rng else None) as tmp:
         save_model(net, str(tmp / MODEL_FILE))
         (tmp / VOCAB_FILE).write_text(dumps(vocab.itos, ensure_ascii=False))
         if sent_model is not None:
@@ -65,6 +68,17 @@ def save_export(dest: str | Path, net: nn.Module, vocab: Vocab, model: dict[str,
         if content is not None:
             content.save(tmp)
     return dest.resolve()
+
+
+def clip_range(predict: dict[str, Any] | None) -> list[float] | None:
+    """The manifest's ``score_range`` of a RatPred export: its prediction rule's clip range ``[clip_lo, clip_hi]``,
+    the rating scale it predicts (rounded scores lie in it; raw ones, ``rounded=False``, may stray a little outside),
+    or None when the rule does not clip on both sides."""
+    lo, hi = (predict or {}).get("clip_lo"), (predict or {}).get("clip_hi")
+    if lo is None or hi is None:
+        return None
+    lo, hi = float(lo), float(hi)
+    return [lo, hi] if math.isfinite(lo) and math.isfinite(hi) and lo < hi else None
 
 
 def export_content(export_dir: str | Path, manifest: dict):

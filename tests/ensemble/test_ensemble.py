@@ -289,3 +289,38 @@ def test_scales_auto_reads_a_score_range_any_export_declares(two_runs, tiny_lm_e
     assert {r["name"]: r["scale"] for r in spec["members"]} == {"a": [1.0, 6.0], "lm": [-20.0, 0.0]}
     with pytest.raises(ValueError, match=r"member lm \(kind slor\) declares score_range \[3, 3\]"):
         declared_range("lm", {**man, "score_range": [3, 3]})
+
+
+def test_exports_declare_their_score_range_and_old_ones_still_scale(two_runs, tiny_export, tmp_path):  # noqa: F811
+    """RatPred (clip range), content-aligner ([0, 1]) and scaled ensemble ([0, 1]) exports write ``score_range`` into
+    their manifests, so a scaled ensemble can itself be a member with ``scales=auto``; an unscaled ensemble declares
+    none; exports written before ``score_range`` existed get the same ranges from their kind and rule."""
+    from qe.core.export import MANIFEST, read_manifest
+    from qe.ensemble.format import output_range, read_spec
+    from qe.ensemble.task import declared_range
+    from qe.training import run_training
+
+    rp, content = two_runs["a"]["export"], tiny_export
+    assert read_manifest(rp)["score_range"] == [1.0, 6.0]
+    assert read_manifest(content)["score_range"] == [0.0, 1.0]
+    for path, want in ((rp, [1.0, 6.0]), (content, [0.0, 1.0])):  # an old export: no score_range, same range
+        man = {k: v for k, v in read_manifest(path).items() if k != "score_range"}
+        assert declared_range("m", man) == want
+    scaled, plain, nested = (tmp_path / d for d in ("scaled", "plain", "nested"))  # each writes <dir>/ens
+    cfg = _compose_ensemble(scaled, f"+ensemble.members.content={content}", f"+ensemble.members.rp={rp}",
+                            "ensemble.scales=auto")
+    run_training(cfg)
+    assert read_manifest(scaled / "ens")["score_range"] == [0.0, 1.0]
+    cfg = _compose_ensemble(plain, f"+ensemble.members.a={rp}", f"+ensemble.members.b={two_runs['b']['export']}",
+                            "ensemble.predict=none")
+    run_training(cfg)
+    assert "score_range" not in read_manifest(plain / "ens")
+    # the scaled ensemble as a member of another: its [0, 1] is read like any declared range
+    cfg = _compose_ensemble(nested, f"+ensemble.members.pair={scaled / 'ens'}", f"+ensemble.members.rp={rp}",
+                            "ensemble.scales=auto")
+    run_training(cfg)
+    rows = {r["name"]: r["scale"] for r in read_spec(nested / "ens")["members"]}
+    assert rows == {"pair": [0.0, 1.0], "rp": [1.0, 6.0]}
+    assert output_range({"round_to": 0.5, "clip_lo": 1, "clip_hi": 6}, True) == [1.0, 6.0]
+    assert output_range(None, False) is None and output_range({"round_to": 0.5}, True) == [0.0, 1.0]
+    assert read_manifest(nested / "ens")["score_range"] == [0.0, 1.0] and (nested / "ens" / MANIFEST).is_file()
