@@ -41,7 +41,7 @@ from typing import Any
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, entity_words, fold,
                                 norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
-from qe.core.surface import entity_text, entity_variants, find_approx, norm_slot, property_words
+from qe.core.surface import entity_text, entity_variants, find_all, find_approx, norm_slot, property_words
 
 STATUSES = ("realised", "omitted", "wrong", "unchecked")
 #: tokens that end the scope of a negation cue (and of a value's context)
@@ -242,7 +242,7 @@ class Matcher:
                     continue
                 if self._slot_lex(key, vals).kind == "binary":
                     continue
-                i, j = find_approx(tokens, v.split(), [False] * len(tokens))
+                i, j = _find_near(tokens, v.split())
                 if i >= 0:
                     cands.append(_Match(key, i, j, {v: 1}, " ".join(tokens[i:j]), "value"))
         return cands
@@ -297,9 +297,9 @@ class Matcher:
                 continue
             if v is None:  # a slot without value (request(area)): talked about or not
                 hit = next((k for k, (m, _) in enumerate(said.get(key, [])) if id(m) not in consumed), None)
-                if hit is None and key not in self.lexicon.slots:
-                    words = norm_tokens(property_words(s))  # "pricerange" is found as "price range" too
-                    ok = bool(words) and find_approx(tokens, words, [False] * len(tokens))[0] >= 0
+                if hit is None:  # no pattern of the slot (a lexicon knows few for a slot's name): its words
+                    words = norm_tokens(property_words(s))
+                    ok = bool(words) and _slot_words_said(tokens, words)
                     al.verdicts.append(Verdict(s, v, "realised" if ok else "omitted",
                                                " ".join(words) if ok else None))
                     continue
@@ -308,7 +308,14 @@ class Matcher:
                 if hit is not None:
                     consumed.add(id(said[key][hit][0]))
                 continue
-            hits = [m for m, vals in said.get(key, []) if nv in vals and id(m) not in consumed]
+            free = [(m, vals) for m, vals in said.get(key, []) if id(m) not in consumed]
+            hits = [m for m, vals in free if nv in vals]
+            # mentions that fit several values ("rating of", "a price") do not realise the value when none of them
+            # says it mostly and the output states another value of the slot outright ("a price range of more
+            # than £30" for less than £20)
+            if hits and not any(_firm(m, vals, nv) for m, vals in free if m in hits) and \
+                    any(nv not in vals and _outright(m, vals) for m, vals in free):
+                hits = []
             if hits:
                 for m in hits:  # every mention of the value realises this one fact
                     consumed.add(id(m))
@@ -317,6 +324,8 @@ class Matcher:
                 pending.append((s, v, key, nv))
         for s, v, key, nv in pending:
             other = [(m, vals) for m, vals in said.get(key, []) if id(m) not in consumed]
+            # the mention that states another value outright answers first
+            other.sort(key=lambda mv: (nv in mv[1], not _outright(*mv)))
             if other:
                 m, vals = other[0]
                 consumed.add(id(m))
@@ -337,6 +346,8 @@ class Matcher:
                 val = max(vals, key=vals.get)
                 if id(m) in consumed or val in mr_slots.get(key, []):
                     stated.setdefault((key, val), Counter())[m.text] += 1
+                elif len(vals) > 1 and any(u in mr_slots.get(key, []) or (key, u) in answered for u in vals):
+                    continue  # a mention that fits several values, one of them accounted for: nothing new
                 elif (key, val) not in answered and (key, val) not in extra:
                     extra[(key, val)] = m
         for (key, val), m in extra.items():
@@ -345,7 +356,8 @@ class Matcher:
         for (key, val), texts in stated.items():
             n = max(texts.values())
             sl = self.lexicon.slots.get(key)
-            kind = sl.kind if sl is not None else "category"
+            # without a lexicon entry a value written with a capital is taken as a name ("The Eagle"), not counted
+            kind = sl.kind if sl is not None else ("entity" if raw.get((key, val), "")[:1].isupper() else "category")
             expected = mr_slots.get(key, []).count(val)
             if kind == "category" and expected and n > expected:
                 al.repeated.append({"slot": written.get(key, key), "value": self._written(key, val),
@@ -385,8 +397,9 @@ class Matcher:
             status = "realised" if o_hit and s_hit else "omitted"
             al.verdicts.append(Verdict(prop, f"{subj} | {obj}", status, o_hit or None))
         # a number written as a word is not counted ("one of the languages", "the two airports")
+        trimmed = {_decimal_trim(x) for x in mr_numbers}  # "1.80" in the MR, "1.8" in the text
         for i, (t, raw) in enumerate(zip(tokens, raw_tokens(output))):
-            if _NUMBER.match(t) and t not in mr_numbers and t.rstrip("0").rstrip(".") not in mr_numbers \
+            if _NUMBER.match(t) and t not in mr_numbers and _decimal_trim(t) not in trimmed \
                     and _NUMBER.match(raw) and not any((t, y) in months for y in _numeric_date(tokens, i)):
                 al.hallucinated.append({"slot": None, "value": t, "text": t})
         if self.lexicon.has_triple_words:
@@ -441,7 +454,7 @@ def _entity_hit(tokens: list[str], text: str) -> str:
     if vt and _find_every(tokens, vt):
         return " ".join(vt)
     if vt:
-        i, j = find_approx(tokens, vt, [False] * len(tokens))
+        i, j = _find_near(tokens, vt)
         if i >= 0:
             return " ".join(tokens[i:j])
     for var in entity_variants(text):
@@ -450,6 +463,44 @@ def _entity_hit(tokens: list[str], text: str) -> str:
         if form and _find_every(tokens, form):
             return " ".join(form)
     return ""
+
+
+def _find_near(tokens: list[str], sub: list[str]) -> tuple[int, int]:
+    """:func:`~qe.core.surface.find_approx` for values: no near-variants of numbers or negated forms (``strict``),
+    then the same with diacritics folded on both sides (``Café Rouge`` / ``Cafe Rouge``)."""
+    unused = [False] * len(tokens)
+    i, j = find_approx(tokens, sub, unused, strict=True)
+    if i < 0:
+        folded, fsub = [fold(t) for t in tokens], [fold(t) for t in sub]
+        if folded != tokens or fsub != sub:
+            i, j = find_approx(folded, fsub, unused, strict=True)
+    return i, j
+
+
+def _slot_words_said(tokens: list[str], words: list[str]) -> bool:
+    """A slot's name in the output: as written, in the plural, or with spaces moved (``pricerange`` / ``price
+    range``); not as a near-variant (``are`` is not ``area``)."""
+    unused = [False] * len(tokens)
+    if find_all(tokens, words, unused) or find_all(tokens, words[:-1] + [words[-1] + "s"], unused):
+        return True
+    i, j = find_approx(tokens, words, unused, strict=True)
+    return i >= 0 and "".join(tokens[i:j]) == "".join(words)
+
+
+def _firm(m: "_Match", vals: dict[str, int], value: str) -> bool:
+    """A mention that says ``value``: outright, or with more than half of its weight (``highly rated``: high 84 of
+    117 in the E2E lexicon; ``rating of``: 5 out of 5 only 138 of 505)."""
+    return _outright(m, vals) or vals.get(value, 0) > 0.5 * sum(vals.values())
+
+
+def _outright(m: "_Match", vals: dict[str, int]) -> bool:
+    """A mention that states one value: the value itself, a surface form of it, or a pattern with one value."""
+    return m.source == "value" or len(vals) == 1
+
+
+def _decimal_trim(t: str) -> str:
+    """``25.0`` -> ``25``, ``2.50`` -> ``2.5``; a whole number stays as it is (``120`` is not ``12``)."""
+    return t.rstrip("0").rstrip(".") if "." in t else t
 
 
 def _surface_forms(value: str) -> list[list[str]]:

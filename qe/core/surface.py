@@ -120,17 +120,36 @@ def value_variants(value: str) -> list[list[str]]:
     return new_token_variants(value, out)
 
 
-def find_approx(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
+#: prefixes that turn a word into its opposite (``expensive`` / ``inexpensive``, ``friendly`` / ``unfriendly``)
+NEGATING_PREFIXES = ("in", "un", "im", "il", "ir", "non", "dis")
+
+
+def tok_close_strict(a: str, b: str) -> bool:
+    """:func:`tok_close` without the near-variants that change what is said: tokens with a digit match only
+    exactly (``182`` is not ``1820``), and a token is not a near-variant of itself behind a negating prefix
+    (``inexpensive`` is not ``expensive``)."""
+    if a == b:
+        return True
+    if any(c.isdigit() for c in a + b):
+        return False
+    short, long_ = sorted((a, b), key=len)
+    if any(long_ == p + short or long_ == p + "-" + short for p in NEGATING_PREFIXES):
+        return False
+    return tok_close(a, b)
+
+
+def find_approx(tokens: list[str], sub: list[str], used: list[bool], strict: bool = False) -> tuple[int, int]:
     """First unused span of ``tokens`` that approximately spells ``sub``: token by token near-variants
-    (:func:`_tok_close`), or the same characters with spaces moved (``citycentre`` / ``city centre``).
-    Returns (start, end) or (-1, -1)."""
+    (:func:`tok_close`; ``strict``: :func:`tok_close_strict`, no numbers, no negated forms), or the same characters
+    with spaces moved (``citycentre`` / ``city centre``). Returns (start, end) or (-1, -1)."""
     n = len(sub)
     joined = "".join(sub)
+    close = tok_close_strict if strict else tok_close
     for i in range(len(tokens)):
         if used[i]:
             continue
         if i + n <= len(tokens) and not any(used[i:i + n]) and \
-                all(tok_close(t, v) for t, v in zip(tokens[i:i + n], sub)):
+                all(close(t, v) for t, v in zip(tokens[i:i + n], sub)):
             return i, i + n
         acc = ""
         for j in range(i, min(len(tokens), i + n + 2)):
@@ -168,4 +187,5 @@ def new_token_variants(original: str, variants: list[str]) -> list[list[str]]:
 
 
 __all__ = ["tokenize", "norm_slot", "property_words", "entity_text", "entity_variants", "value_variants", "tok_close",
+           "tok_close_strict", "NEGATING_PREFIXES",
            "find_approx", "find_all", "new_token_variants", "NUMBER_WORDS"]
