@@ -675,7 +675,9 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
             from qe.core.jsonio import json_safe
 
             print(json.dumps(json_safe({"metric": scorer.name, "signature": sig,
-                                        "higher_is_better": scorer.higher_is_better, "systems": table}), indent=2))
+                                        "higher_is_better": scorer.higher_is_better,
+                                        "corpus_higher_is_better": _corpus_higher(scorer), "systems": table}),
+                             indent=2))
             return
         head = ["system", "n", "undefined", "mean", "corpus", "bootstrap mean ± 95% CI"]
         body = []
@@ -696,7 +698,8 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
 
         print(json.dumps(json_safe({
             "metrics": [{"metric": key, "name": scorer.name, "signature": sig,
-                         "higher_is_better": scorer.higher_is_better} for key, scorer, _, sig in tables],
+                         "higher_is_better": scorer.higher_is_better, "corpus_higher_is_better": _corpus_higher(scorer)}
+                        for key, scorer, _, sig in tables],
             "systems": [{"system": name, "n": tables[0][2][j]["n"],
                          "scores": {key: {k: v for k, v in table[j].items() if k not in ("system", "n")}
                                     for key, _, table, _ in tables}}
@@ -715,9 +718,19 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
     print(render_table(head, body, right=tuple(range(1, len(head)))))
     print("each metric: its corpus-level score where it has one, else the mean of the per-output scores, ± the "
           "bootstrap 95 % CI half-width")
-    for key, scorer, _, sig in tables:
-        print(f"{key}: {scorer.name}, {'higher' if scorer.higher_is_better else 'lower'} is better\n"
-              f"signature: {sig}")
+    for key, scorer, table, sig in tables:
+        note = getattr(scorer, "corpus_note", None)
+        if note and any(t["corpus"] is not None for t in table):  # the column shows the corpus score
+            what = f"corpus = {note}; {'higher' if _corpus_higher(scorer) else 'lower'} is better"
+        else:
+            what = f"{'higher' if scorer.higher_is_better else 'lower'} is better"
+        print(f"{key}: {scorer.name}, {what}\nsignature: {sig}")
+
+
+def _corpus_higher(scorer) -> bool:
+    """Whether a larger corpus-level score of ``scorer`` is better (:attr:`qe.core.scorer.Scorer.corpus_higher_is_better`)."""
+    c = getattr(scorer, "corpus_higher_is_better", None)
+    return bool(scorer.higher_is_better if c is None else c)
 
 
 def _print_score_only(metrics: list[tuple[str, Any]], records, rows: list[dict], kw_alls: dict) -> None:
@@ -841,7 +854,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for i, r in enumerate(res):
         d = r.to_dict()
         d["p_adjusted"] = None if i == 0 else adjusted[i - 1]
-        d["significant"] = None if i == 0 else bool(adjusted[i - 1] < args.alpha)
+        d["significant"] = None if i == 0 or adjusted[i - 1] is None else bool(adjusted[i - 1] < args.alpha)
         rows.append(d)
     if args.json:
         from qe.core.jsonio import json_safe
@@ -855,9 +868,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                                                     f" ({args.correction})")]
     body = []
     for d in rows:
-        ci = "" if d["ci_halfwidth"] is None else f" ({d['mean']:.4f} ± {d['ci_halfwidth']:.4f})"
-        p = "-" if d["baseline"] else f"{d['p_adjusted']:.4f}{' *' if d['significant'] else ''}"
-        body.append([("Baseline: " if d["baseline"] else "") + d["system"], f"{d['score']:.4f}{ci}", p])
+        ci = "" if d["ci_halfwidth"] is None or d["mean"] is None else f" ({d['mean']:.4f} ± {d['ci_halfwidth']:.4f})"
+        p = "-" if d["baseline"] else "n/a" if d["p_adjusted"] is None else \
+            f"{d['p_adjusted']:.4f}{' *' if d['significant'] else ''}"
+        score = "nan" if d["score"] is None else f"{d['score']:.4f}"
+        body.append([("Baseline: " if d["baseline"] else "") + d["system"], score + ci, p])
     print(render_table(head, body, right=(1, 2)))
     what = ("paired bootstrap resampling (Koehn 2004)" if test == "bs" else
             "paired approximate randomization (Riezler & Maxwell 2005)")
@@ -872,12 +887,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _adjust(pvals: list[float], method: str) -> list[float]:
-    if method == "none" or len(pvals) < 2:
-        return list(pvals)
+def _adjust(pvals: list[float | None], method: str) -> list[float | None]:
+    """Corrected p-values; an undefined one (None or NaN: a system without a score) stays None and is not counted."""
+    ok = [i for i, p in enumerate(pvals) if p is not None and math.isfinite(p)]
+    out: list[float | None] = [None] * len(pvals)
+    if method == "none" or len(ok) < 2:
+        for i in ok:
+            out[i] = float(pvals[i])
+        return out
     from statsmodels.stats.multitest import multipletests
 
-    return [float(x) for x in multipletests(pvals, method=method)[1]]
+    for i, x in zip(ok, multipletests([pvals[i] for i in ok], method=method)[1]):
+        out[i] = float(x)
+    return out
 
 
 def _finalise(out: Path, partial: Path, records, rows: dict[str, dict]) -> None:

@@ -78,9 +78,14 @@ class SystemResult:
 
 
 def estimate_ci(scores: np.ndarray) -> tuple[float, float]:
-    """(mean, half-width of the central 95 % of ``scores``), with sacrebleu's order statistics (n // 40)."""
-    s = np.sort(np.asarray(scores, dtype=float))
+    """(mean, half-width of the central 95 % of ``scores``), with sacrebleu's order statistics (n // 40). Resamples
+    whose score is undefined (NaN: a pooled slot error rate over items without a checkable fact) are left out; with
+    none left, (NaN, NaN)."""
+    s = np.asarray(scores, dtype=float)
+    s = np.sort(s[np.isfinite(s)])
     n = len(s)
+    if n == 0:
+        return float("nan"), float("nan")
     lo = n // 40
     return float(s.mean()), float(0.5 * (s[n - lo - 1] - s[lo]))
 
@@ -235,15 +240,19 @@ def paired_test(stats: dict[str, SetStatistic], test: str = "bs", n_samples: int
             s_bl, s_sys = base.resampled(idx), st.resampled(idx)
             mean, ci = estimate_ci(s_sys)
             d = np.abs(s_sys - s_bl)
-            p = p_value(d - d.mean(), diff)
+            d = d[np.isfinite(d)]  # resamples where either score is undefined (see estimate_ci) are left out
+            p = p_value(d - d.mean(), diff) if len(d) else float("nan")
         else:
             pos = rng.integers(2, size=(n_samples, n), dtype=bool)
             a, b = base.mixed(st, pos), base.mixed(st, ~pos)
-            p = p_value(np.abs(a - b), diff)
+            d = np.abs(a - b)
+            p = p_value(d[np.isfinite(d)], diff) if np.isfinite(d).any() else float("nan")
             if conf_n > 0:
                 idx = rng.choice(n, size=(conf_n, n), replace=True)
                 mean, ci = estimate_ci(st.resampled(idx))
-        out.append(SystemResult(name, sys_score, mean, ci, 1.0 if diff == 0 else p, n, False))
+        # an undefined score (NaN) has no p-value: a comparison with NaN would otherwise count as never exceeded
+        p = float("nan") if not np.isfinite(diff) else 1.0 if diff == 0 else p
+        out.append(SystemResult(name, sys_score, mean, ci, p, n, False))
     return out
 
 

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.core.config import as_flag
 from qe.content.align import Alignment, Matcher, Verdict
 from qe.content.aligner_data import (LABELS, OMITTED, REALISED, WRONG, Inventory, checkable, output_text, query,
                                      verdict_query)
@@ -207,7 +208,8 @@ class AlignedMatcher:
         if mode not in MODES:
             raise ValueError(f"aligner mode {mode!r}: choose {', '.join(MODES)}")
         self.matcher, self.aligner, self.mode = matcher, aligner, mode
-        self.additions = aligner.additions.get(mode, True) if additions is None else bool(additions)
+        self.additions = aligner.additions.get(mode, True) if additions is None else \
+            as_flag(additions, "aligner_additions")
         self.threshold = aligner.threshold_for(mode) if threshold is None else float(threshold)
         self.name = "aligner" if mode == "aligner" else f"matcher+aligner{'' if mode == 'combined' else '-' + mode}"
         self.lexicon = matcher.lexicon

@@ -96,6 +96,11 @@ def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) 
         return None
     if text in DATASET_LEXICONS:
         return dataset_lexicon(text, data_dir)
+    from pathlib import Path
+
+    if not Path(text).exists() and "/" not in text and not text.endswith(".json"):
+        raise ValueError(f"lexicon={text!r}: not a known lexicon nor a file; choose none, "
+                         f"{', '.join(DATASET_LEXICONS)}, or a lexicon JSON file")
     return Lexicon.load(text)
 
 
@@ -145,6 +150,11 @@ class CoverageScorer(Scorer):
     def align(self, outputs, mrs, ids=None) -> list[Alignment]:
         """One :class:`Alignment` per output. The last call's result is kept, so ``qe score`` asking for the scores
         and then the details of the same chunk aligns it once."""
+        if isinstance(outputs, str) or isinstance(mrs, str):
+            raise TypeError("coverage: outputs and mrs are lists of strings (one MR per output), not a string")
+        outputs, mrs = list(outputs), list(mrs)
+        if len(outputs) != len(mrs):
+            raise ValueError(f"coverage: {len(outputs)} outputs but {len(mrs)} MRs (one MR per output)")
         key = (tuple(outputs), tuple(mrs))
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -187,10 +197,11 @@ class CoverageScorer(Scorer):
         score`` writes as each row's ``details``)."""
         if mrs is None:
             self._check_inputs(list(outputs), mrs, None, {})
-        return [a.to_dict() for a in self.align(list(outputs), list(mrs), ids)]
+        return [a.to_dict() for a in self.align(outputs, mrs, ids)]
 
     #: what ``qe score --system-level`` shows as the corpus column
     corpus_note = "the slot error rate pooled over the system's outputs (errors / facts; lower is better)"
+    corpus_higher_is_better = False
 
     def system_statistic(self, outputs, mrs):
         """The pooled slot error rate of a set of outputs as a :class:`qe.significance.SetStatistic` (per output:
@@ -199,7 +210,7 @@ class CoverageScorer(Scorer):
 
         from qe.significance import SetStatistic
 
-        als = self.align(list(outputs), list(mrs))
+        als = self.align(outputs, mrs)
         stats = np.array([[a.errors(), a.counts()["facts"]] for a in als], dtype=float).reshape(-1, 2)
 
         def value(summed):

@@ -70,4 +70,21 @@ def conf_defaults(*layers: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["to_dict", "conf_defaults", "CONF_DIR"]
+__all__ = ["to_dict", "conf_defaults", "CONF_DIR", "as_flag"]
+
+
+_TRUE = {"true", "yes", "y", "on", "1"}
+_FALSE = {"false", "no", "n", "off", "0"}
+
+
+def as_flag(value: Any, name: str) -> bool:
+    """An on/off option as a bool: True/False, 1/0, or the words true/false, yes/no, on/off (any case), as they come
+    from ``--opt KEY=VALUE`` or a config file. Anything else is refused naming the option (``bool("no")`` would
+    silently be True)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{name}={value!r}: give true or false (yes/no, on/off, 1/0)")

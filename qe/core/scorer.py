@@ -30,6 +30,9 @@ class Scorer(abc.ABC):
     requires_sources: bool = False
     #: True when a larger score means a better output
     higher_is_better: bool = True
+    #: the same for the scorer's own corpus-level score where it differs (the ``coverage`` scorer's corpus score is
+    #: the pooled slot error rate: lower is better); None: as ``higher_is_better``
+    corpus_higher_is_better: bool | None = None
     #: True when an output's score depends on the other outputs scored with it (CIDEr-D's document frequencies,
     #: NIST's information weights): the CLI then scores the whole input in one call instead of in chunks
     corpus_dependent: bool = False

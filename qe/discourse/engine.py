@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qe.core.config import as_flag
 from qe.discourse.foci import ParsedText, WordVectors, group_lemmas, parse_texts
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ class DiscourseEngine:
         self.spacy_model = spacy_model
         self.vectors_source = str(vectors)
         self.splitter = splitter
-        self.lowercase = bool(lowercase)
+        self.lowercase = as_flag(lowercase, "lowercase")
         self.subword = subword
         self._enc_kw = dict(device=device, layer=layer, max_tokens=max_tokens, window=window, stride=stride)
         self._nlp = None

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.core.config import as_flag
 from qe.discourse import metrics as M
 from qe.discourse.engine import DiscourseEngine
 from qe.discourse.foci import ParsedText, entity_foci, sentence_foci
@@ -244,9 +245,9 @@ class DSSentScorer(DiscourseScorer):
                  **options: Any):
         super().__init__(engine, **options)
         self.focus = _check_focus(focus)
-        self.weighted = bool(weighted)
+        self.weighted = as_flag(weighted, "weighted")
         self.threshold = float(threshold)
-        self.normalize = bool(normalize)
+        self.normalize = as_flag(normalize, "normalize")
         if multi_ref not in MULTI_REF:
             raise ValueError(f"multi_ref={multi_ref!r}: choose one of {MULTI_REF}")
         if entity_matching not in ("exact", "joint"):

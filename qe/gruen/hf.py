@@ -9,6 +9,7 @@ from typing import Sequence
 
 import torch
 
+from qe.core.config import as_flag
 from qe.core.runtime import default_budget, pick_device
 from qe.gruen.format import load_pretrained, model_id, resolve_model
 
@@ -28,7 +29,7 @@ class HFPart:
         self.path, self.manifest = resolve_model(model, expected_kind=self.kind, verify=verify)
         self.spec = str(model)
         self.name = model_id(model, self.manifest)
-        self.allow_untrained_head = bool(allow_untrained_head)
+        self.allow_untrained_head = as_flag(allow_untrained_head, "allow_untrained_head")
         self.device = pick_device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
         self.special = SpecialTokens(self.tokenizer)

@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from qe.core.config import as_flag
 from qe.errors import MissingDependencyError
 from qe.core.offline import MINILM_ALIASES, encoder_path
 from qe.refmetrics.base import RefScorer
@@ -123,8 +124,8 @@ class BERTScore(RefScorer):
                                  f"pass layer=K (0 = embeddings .. the model's number of layers)")
         self.layer = int(layer)
         self._check_layer(path)
-        self.idf = bool(idf)
-        self.rescale = bool(rescale_with_baseline)
+        self.idf = as_flag(idf, f"{self.name}: idf")
+        self.rescale = as_flag(rescale_with_baseline, f"{self.name}: rescale_with_baseline")
         self.lang = str(lang)
         self.baseline_path = baseline_path
         self.batch_size = int(batch_size)
@@ -223,10 +224,15 @@ class BERTScore(RefScorer):
         cands = [outputs[i] for i in todo]
         groups = [refs[i] for i in todo]
         self._warn_truncated(cands + [r for rr in groups for r in rr])
-        if self.idf:
+        if self.idf:  # over the references of every item that has one (an empty output changes no weight)
+            docs = [r for rr in refs if rr for r in rr]
+            if len(set(docs)) < 2:
+                raise ValueError(f"{self.name}: idf=True needs references that differ: over "
+                                 f"{'one reference' if len(docs) == 1 else 'identical references'} every word's "
+                                 "weight is log(1) = 0 and every score 0; score more items together, or idf=false")
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Overwriting the previous importance weights")
-                self._bs.compute_idf([r for rr in groups for r in rr])
+                self._bs.compute_idf(docs)
         P, R, F = self._bs.score(cands, groups, batch_size=int(batch_size or self.batch_size))
         out[todo] = np.stack([P.numpy(), R.numpy(), F.numpy()], axis=1).astype(np.float64)
         return out

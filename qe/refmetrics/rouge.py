@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from qe.core.config import as_flag
 from qe.refmetrics.base import RefScorer, f_measure, ngrams, pooled_max_counts, prf, tokenize
 
 MEASURES = ("f", "p", "r")
@@ -297,7 +298,7 @@ class RougeSU(_RougeBase):
 
     def __init__(self, max_gap: int | None = 4, unigrams: bool = True, **kw):
         self.max_gap = None if max_gap is None or max_gap < 0 else int(max_gap)
-        self.unigrams = bool(unigrams)
+        self.unigrams = as_flag(unigrams, "rouge: unigrams")
         self.name = f"ROUGE-{'SU' if self.unigrams else 'S'}{'*' if self.max_gap is None else self.max_gap}"
         super().__init__(**kw)
 

@@ -238,3 +238,150 @@ def test_content_e2e_spread_summarises_seeds_and_refuses_mismatched_engines(tmp_
     (tmp_path / "bad.json").write_text(json.dumps(run(0.8, 0.5, 0.7)[:1]))
     with pytest.raises(SystemExit, match="engines"):
         main(["--spread", str(files[0]), str(tmp_path / "bad.json")])
+
+
+# ----------------------------------------------------------------------------- defects found by review, 2026-11-28
+def _hand_lexicon():
+    """A small E2E-like lexicon with vague patterns (weights as the E2E dev lexicon has them)."""
+    from qe.content.lexicon import LEXICON_FORMAT
+
+    return Lexicon.from_dict({"format": LEXICON_FORMAT, "source": "hand", "settings": {}, "slots": {
+        "name": {"kind": "entity", "examples": 10},
+        "pricerange": {"kind": "category", "examples": 10,
+                       "values": {"cheap": "cheap", "high": "high", "moderate": "moderate",
+                                  "less than £ 20": "less than £20", "more than £ 30": "more than £30"},
+                       "patterns": {"cheap": {"cheap": 356}, "a price": {"less than £ 20": 40, "more than £ 30": 28, "£ 20 25": 35},
+                                    "range and": {"moderate": 53, "high": 40}}},
+        "customerrating": {"kind": "category", "examples": 10,
+                           "values": {"high": "high", "5 out of 5": "5 out of 5", "3 out of 5": "3 out of 5"},
+                           "patterns": {"rating of": {"5 out of 5": 138, "3 out of 5": 152},
+                                        "highly rated": {"high": 84, "5 out of 5": 33}}}}})
+
+
+def test_a_vague_pattern_does_not_outweigh_a_value_stated_outright():
+    m = Matcher(_hand_lexicon())
+    al = m.align("name[Zed], customer rating[5 out of 5]", "Zed has a customer rating of 3 out of 5 .")
+    assert _status(al, "customer rating") == ("wrong", "3 out of 5") and al.hallucinated == []
+    al = m.align("name[Zed], priceRange[less than £20]", "Zed has a price range of more than £30 .")
+    assert _status(al, "priceRange") == ("wrong", "more than £30") and al.hallucinated == []
+    # a leftover pattern that fits the value already read as wrong is not a second, hallucinated value
+    al = m.align("name[Zed], priceRange[cheap]", "Zed is in the high price range and near the river .")
+    assert _status(al, "priceRange") == ("wrong", "high") and al.hallucinated == []
+    # a pattern that mostly says the MR's value still realises it; the other value is then an addition
+    al = m.align("name[Zed], customer rating[high]", "Zed is highly rated , 5 out of 5 .")
+    assert _status(al, "customer rating")[0] == "realised"
+    assert [h["value"] for h in al.hallucinated] == ["5 out of 5"]
+    al = m.align("name[Zed], customer rating[5 out of 5]", "Zed has a customer rating of 5 out of 5 .")
+    assert _status(al, "customer rating")[0] == "realised" and al.hallucinated == []
+
+
+def test_near_verbatim_matches_keep_numbers_and_negated_forms_apart():
+    from qe.core.surface import find_approx, tok_close, tok_close_strict
+
+    assert tok_close("182", "1820") and not tok_close_strict("182", "1820")  # RatPred's fuzzy rule is unchanged
+    assert not tok_close_strict("expensive", "inexpensive") and tok_close_strict("hotel", "hotels")
+    assert find_approx("x hotel is inexpensive".split(), ["expensive"], [False] * 4) == (3, 4)
+    assert find_approx("x hotel is inexpensive".split(), ["expensive"], [False] * 4, strict=True) == (-1, -1)
+    m = Matcher()
+    assert _status(m.align("inform(name='x hotel';pricerange=expensive)", "x hotel is inexpensive ."),
+                   "pricerange")[0] != "realised"
+    assert _status(m.align("inform(type=restaurant;count=182)", "there are 1820 restaurants ."), "count")[0] == "omitted"
+    al = m.align("Aarhus | population | 250", "Aarhus has a population of 2500.")
+    assert al.counts()["realised"] == 0 and [h["value"] for h in al.hallucinated] == ["2500"]
+
+
+def test_whole_numbers_keep_their_trailing_zeros_in_the_hallucination_check():
+    m = Matcher()
+    al = m.align("Alan_Bean | mission | Apollo_12", "Alan Bean flew on Apollo 120.")
+    assert [h["value"] for h in al.hallucinated] == ["120"] and al.counts()["realised"] == 0
+    assert m.align("Alan_Bean | mission | Apollo_12", "Alan Bean flew on Apollo 12.").hallucinated == []
+    assert m.align('Alan_Bean | height | "1.80"', "Alan Bean was 1.8 m tall.").hallucinated == []  # decimals trim
+
+
+def test_names_are_not_repetitions_without_a_lexicon_and_requests_fall_back_to_slot_words():
+    sc = CoverageScorer()
+    mrs = ["name[The Eagle], priceRange[cheap], familyFriendly[yes]"]
+    assert sc.score(["The Eagle is cheap. The Eagle is family friendly."], mrs=mrs, progress=False) == [1.0]
+    assert sc.score(["The Eagle is cheap. It is cheap and family friendly."], mrs=mrs, progress=False) == [
+        pytest.approx(1 - 0.5 / 3)]  # a category value said twice still counts
+    lex = _hand_lexicon()  # knows pricerange, but no pattern for the slot's name
+    al = Matcher(lex).align("?request(pricerange)", "what price range are you looking for ?")
+    assert _status(al, "pricerange")[0] == "realised"
+    al = Matcher().align("?request(area)", "what price range are you looking for ?")
+    assert _status(al, "area")[0] == "omitted"  # "are" is not "area"
+
+
+def test_diacritics_are_folded_when_matching_values_and_entities():
+    m = Matcher()
+    al = m.align("name[Café Rouge], near[Café Brazil]", "Cafe Rouge is near Cafe Brazil.")
+    assert al.counts()["realised"] == 2
+    al = m.align("Chisinau | leader | Dorin_Chirtoaca", "The leader of Chișinău is Dorin Chirtoacă.")
+    assert al.counts()["realised"] == 1
+
+
+def test_ser_comparison_leaves_undefined_resamples_out(tmp_path, capsys):
+    """Items without a checkable fact (dontcare) make some bootstrap resamples' SER undefined: they are left out of
+    the CI and the p-value (before, the CLI crashed or called a 0.16 difference significant at p 0.001)."""
+    from qe.cli import main
+
+    mrs = ["name[A], food[Thai], area[riverside]", "name[B], food[French]", "name[C], area[city centre]",
+           "name[D], food[Thai]", "inform(food=dontcare)"]
+    base = ["A serves Thai food by the riverside .", "B serves French food .", "C is in the city centre .",
+            "D is a place .", "hello"]
+    other = list(base)
+    other[2] = "C is a pub ."
+    for name, lines in (("mrs", mrs), ("base", base), ("other", other)):
+        (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["compare", "-m", "coverage", "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
+            str(tmp_path / "other.txt"), "--ser", "-q"]
+    for seed in ("12345", "1", "2"):
+        assert main([*args, "--json", "--seed", seed]) == 0
+        res = json.loads(capsys.readouterr().out)
+        sys_row = res["systems"][1]
+        assert sys_row["mean"] is not None and sys_row["ci_halfwidth"] is not None
+        assert sys_row["p_value"] > 0.05  # one changed item of five is no significant difference
+    assert main(args) == 0 and "nan" not in capsys.readouterr().out
+    # only items without a fact: no score, no p-value, no crash
+    (tmp_path / "m0.txt").write_text("inform(food=dontcare)\ninform(area=none)\n", encoding="utf-8")
+    (tmp_path / "o0.txt").write_text("hi\nhello\n", encoding="utf-8")
+    (tmp_path / "o1.txt").write_text("hey\nyo\n", encoding="utf-8")
+    assert main(["compare", "-m", "coverage", "--mrs", str(tmp_path / "m0.txt"), str(tmp_path / "o0.txt"),
+                 str(tmp_path / "o1.txt"), "--ser", "-q"]) == 0
+    assert "n/a" in capsys.readouterr().out
+
+
+def test_multi_metric_system_table_says_the_coverage_column_is_the_slot_error_rate(tmp_path, capsys):
+    from qe.cli import main
+
+    (tmp_path / "mrs.txt").write_text("name[A], food[Thai]\nname[B], food[French]\n", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("A serves Thai food .\nB serves French food .\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("A is a pub .\nB is a pub .\n", encoding="utf-8")
+    args = ["score", "-m", "coverage", "-m", "length", "-i", str(tmp_path / "a.txt"), "-i", str(tmp_path / "b.txt"),
+            "--mrs", str(tmp_path / "mrs.txt"), "--system-level", "-q"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "coverage: coverage, corpus = the slot error rate" in out and "lower is better" in out
+    assert main([*args, "--json"]) == 0
+    meta = {m["metric"]: m for m in json.loads(capsys.readouterr().out)["metrics"]}
+    assert meta["coverage"]["corpus_higher_is_better"] is False and meta["length"]["corpus_higher_is_better"] is True
+
+
+def test_coverage_refuses_mismatched_or_string_inputs_and_unknown_lexicon_names():
+    sc = CoverageScorer()
+    with pytest.raises(ValueError, match="2 outputs but 1 MRs"):
+        sc.details(["a", "b"], mrs=["name[A]"])
+    with pytest.raises(ValueError, match="2 outputs but 1 MRs"):
+        sc.slot_error_rate(["a", "b"], ["name[A]"])
+    with pytest.raises(TypeError, match="lists of strings"):
+        sc.details("A is here", mrs="name[A]")
+    with pytest.raises(ValueError, match="lexicon='e3e': not a known lexicon nor a file; choose none, e2e, sf"):
+        CoverageScorer(lexicon="e3e")
+
+
+def test_on_off_options_read_words_not_truthiness():
+    from qe.core.config import as_flag
+
+    assert [as_flag(v, "x") for v in (True, "yes", "On", "1", 1)] == [True] * 5
+    assert [as_flag(v, "x") for v in (False, "no", "OFF", "false", 0)] == [False] * 5
+    with pytest.raises(ValueError, match="x='maybe': give true or false"):
+        as_flag("maybe", "x")

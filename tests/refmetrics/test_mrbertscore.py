@@ -98,3 +98,13 @@ def test_cli_score_with_mrs(scorer, tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["score"] for r in rows] == pytest.approx(scorer.score(GOOD, mrs=MRS, progress=False), abs=1e-6)
     assert set(rows[0]["components"]) == {"precision", "recall", "f1"}
+
+
+def test_idf_needs_references_that_differ_and_reads_on_off_words():
+    _minilm()
+    with pytest.raises(ValueError, match="idf=True needs references that differ"):
+        qe.load("mr-bertscore", idf=True).score(["The Eagle is a pub.", "The Eagle is cheap."],
+                                                mrs=["name[The Eagle]"] * 2, progress=False)
+    assert "|idf:no|" in qe.load("mr-bertscore", idf="no").signature  # bool("no") was True
+    with pytest.raises(ValueError, match="idf='maybe'"):
+        qe.load("mr-bertscore", idf="maybe")
