@@ -29,7 +29,9 @@ entity again on purpose; a paraphrase of a stated value is not a repetition).
 
 RDF triples: each triple is one fact, ``realised`` when its object entity (the new information) is found
 (verbatim, near-verbatim, or as one of its usual surface forms: :func:`qe.core.surface.entity_variants`) and its
-subject is named somewhere or is the subject of an earlier triple (a pronoun refers to it), else ``omitted``.
+subject is named somewhere or is the subject of an earlier triple (a pronoun refers to it), else ``omitted``. The first
+triple's subject is taken as named (texts refer to it in too many ways to require it): a text about another entity
+that states the right objects is not caught.
 """
 from __future__ import annotations
 
@@ -144,17 +146,23 @@ class Matcher:
 
     name = "matcher"
 
-    def __init__(self, lexicon: Lexicon | None = None):
+    def __init__(self, lexicon: Lexicon | None = None, mr_format: str = "auto"):
+        from qe.core.mr import MR_FORMATS
+
+        if mr_format not in MR_FORMATS:
+            raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
         self.lexicon = lexicon or rules_lexicon()
+        self.mr_format = mr_format  #: how MRs are read (auto: detected; qe.core.mr.MR_FORMATS)
         self._prop_forms: dict[str, WordForms] = {}
         self._common_forms: WordForms | None = None
 
     # --------------------------------------------------------------------------------------------- facts
     @staticmethod
-    def facts(mr: str, where: str = "<mr>") -> list[tuple[str, str, str | None]]:
-        """``[(act, slot, value), ...]`` of an MR in any format; triples as ``(TRIPLE_ACT, property, (s, o))``."""
+    def facts(mr: str, where: str = "<mr>", mr_format: str = "auto") -> list[tuple[str, str, str | None]]:
+        """``[(act, slot, value), ...]`` of an MR in any format (``mr_format``: as :func:`qe.core.mr.parse_acts`);
+        triples as ``(TRIPLE_ACT, property, (s, o))``."""
         out = []
-        for act, slots in parse_acts(mr, where=where):
+        for act, slots in parse_acts(mr, mr_format, where=where):
             if act == TRIPLE_ACT:
                 d = dict(slots)
                 out.append((act, d["property"], f"{d['subject']} | {d['object']}"))
@@ -164,7 +172,7 @@ class Matcher:
 
     # ------------------------------------------------------------------------------------------- align
     def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
-        facts = self.facts(mr, where)
+        facts = self.facts(mr, where, self.mr_format)
         if facts and all(a == TRIPLE_ACT for a, _, _ in facts):
             return self._align_triples(facts, output)
         return self._align_slots([f for f in facts if f[0] != TRIPLE_ACT], output)

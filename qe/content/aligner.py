@@ -226,7 +226,7 @@ class AlignedMatcher:
         als = list(matched) if matched is not None else \
             [self.matcher.align(mr, o, where=w) for mr, o, w in zip(mrs, outputs, wheres)]
         texts = [output_text(o) for o in outputs]
-        facts = [self.matcher.facts(mr, w) for mr, w in zip(mrs, wheres)]
+        facts = [self.matcher.facts(mr, w, self.matcher.mr_format) for mr, w in zip(mrs, wheres)]
         handled = [self._handles(f) for f in facts]
         plans = [self._plan(al, f) if h else ([], []) for al, f, h in zip(als, facts, handled)]
         tri = self.aligner.on_triples

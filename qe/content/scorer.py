@@ -30,6 +30,8 @@ realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel 
 ``webnlg`` (RDF triples: the words the WebNLG 2020 training references use for each property; with it the matcher
 also lists, as hallucinated, the stretches of an output's words that no triple explains; about 15 seconds) or the
 path of a lexicon JSON file (:mod:`qe.content.lexicon`). The signature names the lexicon by checksum.
+``mr_format`` (default ``auto``): how MRs are read (``da``, ``e2e``, ``json``, ``triples``; :func:`qe.core.mr.parse_acts`),
+for MRs whose format detection gets wrong (an E2E value holding ``|``).
 
 ``aligner``: a ``content_aligner`` export (``qe train task=content_aligner``, :mod:`qe.content.aligner`), as a
 directory or as the name of a zoo model built into ``$QE_MODELS`` (``content-aligner-e2e``; not built: one line with
@@ -113,15 +115,23 @@ class CoverageScorer(Scorer):
     def __init__(self, lexicon: str | Lexicon | None = None, wrong_penalty: float = 1.0,
                  hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None,
                  aligner: str | None = None, aligner_mode: str = "combined", aligner_threshold: float | None = None,
-                 aligner_additions: bool | None = None, device: str | None = None, batch_size: int = 64):
+                 aligner_additions: bool | None = None, device: str | None = None, batch_size: int = 64,
+                 mr_format: str = "auto"):
         for k, v in (("wrong_penalty", wrong_penalty), ("hallucination_penalty", hallucination_penalty),
                      ("repeat_penalty", repeat_penalty)):
             if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
                 raise ValueError(f"coverage: {k}={v!r} must be a number >= 0")
         self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
-        self.matcher = Matcher(resolve_lexicon(lexicon, data_dir))
+        self.matcher = Matcher(resolve_lexicon(lexicon, data_dir), mr_format=mr_format)
         self.engine: Any = self.matcher
-        if aligner not in (None, "", "none"):
+        if aligner in (None, "", "none"):
+            given = [k for k, v, unset in (("aligner_mode", aligner_mode, "combined"),
+                                           ("aligner_threshold", aligner_threshold, None),
+                                           ("aligner_additions", aligner_additions, None)) if v != unset]
+            if given:
+                raise ValueError(f"coverage: {', '.join(given)} without aligner=: name a content_aligner export "
+                                 "(or a zoo name such as content-aligner-e2e) for it to apply to")
+        else:
             from qe.content.aligner import MODES, AlignedMatcher, Aligner
             from qe.kinds import export_dir_of
 
@@ -141,6 +151,8 @@ class CoverageScorer(Scorer):
         out = {"engine": self.engine.name,
                "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
                "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
+        if self.matcher.mr_format != "auto":
+            out["mr"] = self.matcher.mr_format
         if self.engine is not self.matcher:
             eng = self.engine
             out["aligner"] = f"{eng.aligner.name}@t{eng.threshold:g}" + ("" if eng.additions else "/noadd")

@@ -385,3 +385,14 @@ def test_on_off_options_read_words_not_truthiness():
     assert [as_flag(v, "x") for v in (False, "no", "OFF", "false", 0)] == [False] * 5
     with pytest.raises(ValueError, match="x='maybe': give true or false"):
         as_flag("maybe", "x")
+
+
+def test_mr_format_fixes_detection_and_aligner_options_need_an_aligner():
+    mr = "name[Bar | Grill | Pub], food[Thai]"  # a '|' in an E2E value reads as a triple when detected
+    assert CoverageScorer(mr_format="e2e").score(["Bar | Grill | Pub serves Thai food ."], mrs=[mr],
+                                                 progress=False) == [1.0]
+    assert "mr:e2e" in CoverageScorer(mr_format="e2e").signature
+    with pytest.raises(ValueError, match="mr_format='xml'"):
+        CoverageScorer(mr_format="xml")
+    with pytest.raises(ValueError, match="aligner_threshold without aligner="):
+        CoverageScorer(aligner_threshold=0.5)
