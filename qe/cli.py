@@ -1163,6 +1163,10 @@ def _main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in PASSTHROUGH:
         return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
+    if not _bar(argparse.Namespace(quiet=getattr(args, "quiet", False),
+                                   no_progress=getattr(args, "no_progress", False))):
+        # the Hugging Face libraries' own bars ("Loading weights") follow ours: read when they are first imported
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     with _logging_to_stderr(logging.WARNING if getattr(args, "quiet", False) else logging.INFO):
         return _run(args)
 

@@ -197,3 +197,16 @@ def test_log_lines_name_the_scorer_with_the_bar_off(tmp_path, capsys):
     assert main(["score", "-m", "length", "-i", str(inp), "-o", str(tmp_path / "o.jsonl"), "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "scoring 2 records with length" in err and "2/2 records written" in err
+
+
+def test_quiet_runs_silence_the_hugging_face_bars_too(tmp_path, monkeypatch, capsys):
+    """-q (or no terminal) also turns off the HF libraries' own bars ("Loading weights"), read at their import."""
+    import os
+
+    from qe.cli import main
+
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "")  # records the variable's state, restored afterwards
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS")
+    (tmp_path / "o.txt").write_text("a b c\n", encoding="utf-8")
+    assert main(["score", "-m", "length", "-i", str(tmp_path / "o.txt"), "-q"]) == 0
+    assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
