@@ -554,11 +554,18 @@ def cmd_score(args: argparse.Namespace) -> int:
         _check_device(args.device)
     lock = _OutputLock(out) if out is not None and not through and _lock_here(args) else _NoLock()
     with lock:
+        fresh = out is not None and not through and not _partial_path(out).exists()
         partial = _prepare_output(out) if out is not None and not through else None
-        if sharded:
-            _score_sharded(args, opts, partial)
-            return 0
-        return _score_here(args, models, opts, out, partial, through, to_stdout)
+        try:
+            if sharded:
+                _score_sharded(args, opts, partial)
+                return 0
+            return _score_here(args, models, opts, out, partial, through, to_stdout)
+        except BaseException:
+            # a run that fails before scoring anything (bad input) leaves no empty partial output of its own behind
+            if fresh and partial is not None and partial.is_file() and partial.stat().st_size == 0:
+                partial.unlink()
+            raise
 
 
 def _score_here(args, models, opts, out, partial, through, to_stdout) -> int:

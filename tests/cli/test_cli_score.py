@@ -210,3 +210,15 @@ def test_quiet_runs_silence_the_hugging_face_bars_too(tmp_path, monkeypatch, cap
     (tmp_path / "o.txt").write_text("a b c\n", encoding="utf-8")
     assert main(["score", "-m", "length", "-i", str(tmp_path / "o.txt"), "-q"]) == 0
     assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
+
+
+def test_bad_input_leaves_no_empty_partial_output(tmp_path, capsys):
+    from qe.cli import main
+
+    (tmp_path / "o.txt").write_text("a\nb\n", encoding="utf-8")
+    (tmp_path / "m.txt").write_text("name[A]\n", encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    assert main(["score", "-m", "coverage", "--mrs", str(tmp_path / "m.txt"), "-i", str(tmp_path / "o.txt"),
+                 "-o", str(out), "-q"]) == 2
+    assert "line-aligned" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "s.jsonl.partial").exists()
