@@ -287,7 +287,7 @@ def _chunks(n: int, size: int) -> Iterable[range]:
 
 def _bar(args: argparse.Namespace) -> bool:
     """A progress bar only on a terminal: in a log file or a pipe a bar is fragments and escape codes."""
-    if args.quiet or getattr(args, "no_progress", False):
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
         return False
     try:
         return bool(sys.stderr is not None and sys.stderr.isatty())
@@ -1170,8 +1170,7 @@ def _main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in PASSTHROUGH:
         return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
-    if not _bar(argparse.Namespace(quiet=getattr(args, "quiet", False),
-                                   no_progress=getattr(args, "no_progress", False))):
+    if not _bar(args):
         # the Hugging Face libraries' own bars ("Loading weights") follow ours: read when they are first imported
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     with _logging_to_stderr(logging.WARNING if getattr(args, "quiet", False) else logging.INFO):
