@@ -134,7 +134,7 @@ def false_alarms(lexicon, sets) -> list[tuple[str, int]]:
     from qe.content.align import Matcher
 
     m = Matcher(lexicon)
-    c = Counter(h["text"] for mr, t, _ in sets["clean"] for h in m.align(mr, t).hallucinated
+    c = Counter(h["said"] for mr, t, _ in sets["clean"] for h in m.align(mr, t).hallucinated
                 if h.get("kind") == "words")
     return c.most_common()
 

@@ -61,12 +61,15 @@ class Verdict:
     slot: str
     value: str | None
     status: str
-    said: str | None = None  #: the output's value (wrong) or the words that realise the fact
+    said: str | None = None  #: the output's words the verdict rests on (realised: the value's wording; wrong: the
+    #: words stating another value); None where no words were read (the aligner's own verdicts)
     engine: str = "matcher"  #: what decided it: ``matcher`` or ``aligner`` (:mod:`qe.content.aligner`)
     confidence: float | None = None  #: the aligner's probability of its verdict (aligner verdicts only)
     #: token spans (of :func:`~qe.content.lexicon.norm_tokens` of the output) of the words the verdict rests on;
     #: internal (the aligner's training data deletes them), never in :meth:`to_dict`
     spans: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
+    #: wrong verdicts: the canonical value the output states instead (as the lexicon writes it: ``high`` for "pricey")
+    said_value: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and k != "spans"}
@@ -96,8 +99,8 @@ class Alignment:
         for v in self.verdicts:
             if v.status == "realised":
                 out.setdefault(v.slot, set()).add(v.value or "")
-            elif v.status == "wrong" and v.said is not None:
-                out.setdefault(v.slot, set()).add(v.said)
+            elif v.status == "wrong" and v.said_value is not None:
+                out.setdefault(v.slot, set()).add(v.said_value)
         for h in self.hallucinated:
             if h.get("slot"):
                 out.setdefault(h["slot"], set()).add(h["value"])
@@ -127,15 +130,16 @@ def _find_every(tokens: list[str], sub: list[str]) -> list[int]:
     return [i for i in range(len(tokens) - n + 1) if n and tokens[i:i + n] == sub]
 
 
-def _negated(tokens: list[str], start: int) -> bool:
-    """A negation cue among the few tokens before ``start``, in the same clause."""
+def _negation_at(tokens: list[str], start: int) -> int | None:
+    """The position of a negation cue among the few tokens before ``start``, in the same clause, or None."""
     for k in range(start - 1, max(-1, start - 1 - NEGATION_WINDOW), -1):
         t = tokens[k]
         if t in SCOPE_END:
-            return False
+            return None
         if t in NEGATIONS:
-            return True
-    return False
+            return k
+    return None
+
 
 
 class Matcher:
@@ -284,14 +288,17 @@ class Matcher:
         matches = self._resolve(self._candidates(tokens, mr_slots, raw, written), mr_slots)
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
+        words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")
         for m in matches:
             vals = m.values
             sl = self.lexicon.slots.get(m.slot)
             if (sl is not None and sl.kind == "binary") or m.source == "trigger":
                 best = max(vals, key=vals.get)
                 pol = best in ("yes", "true")
-                if _negated(tokens, m.start) and not (set(m.text.split()) & NEGATIONS):
+                cue = _negation_at(tokens, m.start)
+                if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
+                    words[id(m)] = " ".join(tokens[cue:m.end])
                 vals = {("yes" if pol else "no"): 1}
             said.setdefault(m.slot, []).append((m, vals))
         al = Alignment()
@@ -327,7 +334,7 @@ class Matcher:
             if hits:
                 for m in hits:  # every mention of the value realises this one fact
                     consumed.add(id(m))
-                al.verdicts.append(Verdict(s, v, "realised", hits[0].text, spans=[(m.start, m.end) for m in hits]))
+                al.verdicts.append(Verdict(s, v, "realised", words.get(id(hits[0]), hits[0].text), spans=[(m.start, m.end) for m in hits]))
             else:
                 pending.append((s, v, key, nv))
         for s, v, key, nv in pending:
@@ -338,7 +345,8 @@ class Matcher:
                 m, vals = other[0]
                 consumed.add(id(m))
                 val = max(vals, key=vals.get)
-                al.verdicts.append(Verdict(s, v, "wrong", self._written(key, val), spans=[(m.start, m.end)]))
+                al.verdicts.append(Verdict(s, v, "wrong", words.get(id(m), m.text), spans=[(m.start, m.end)],
+                                           said_value=self._written(key, val)))
             else:
                 al.verdicts.append(Verdict(s, v, "omitted"))
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
@@ -346,7 +354,8 @@ class Matcher:
         # what else the output says: one hallucination per (slot, value) it states that the MR neither holds nor
         # had as the answer of a wrong verdict; a value stated in the same words more often than the MR holds it is
         # repeated (a paraphrase of it, "cheap ... low prices", is not counted)
-        answered = {(norm_slot(v.slot), norm_value(v.said)) for v in al.verdicts if v.status == "wrong" and v.said}
+        answered = {(norm_slot(v.slot), norm_value(v.said_value)) for v in al.verdicts
+                    if v.status == "wrong" and v.said_value}
         stated: dict[tuple[str, str], Counter] = {}
         extra: dict[tuple[str, str], _Match] = {}
         for key, lst in said.items():
@@ -360,7 +369,7 @@ class Matcher:
                     extra[(key, val)] = m
         for (key, val), m in extra.items():
             al.hallucinated.append({"slot": written.get(key, self._slot_name(key)), "value": self._written(key, val),
-                                    "text": m.text})
+                                    "said": words.get(id(m), m.text)})
         for (key, val), texts in stated.items():
             n = max(texts.values())
             sl = self.lexicon.slots.get(key)
@@ -377,7 +386,9 @@ class Matcher:
         return sl.values.get(val, val) if sl is not None else val
 
     def _slot_name(self, key: str) -> str:
-        return key
+        """A slot the MR does not hold, named as the lexicon's data write it (``customer rating``), else its key."""
+        sl = self.lexicon.slots.get(key)
+        return (sl.name if sl is not None and sl.name else key)
 
     # ------------------------------------------------------------------------------------------ triples
     def _align_triples(self, facts, output: str) -> Alignment:
@@ -409,7 +420,7 @@ class Matcher:
         for i, (t, raw) in enumerate(zip(tokens, raw_tokens(output))):
             if _NUMBER.match(t) and t not in mr_numbers and _decimal_trim(t) not in trimmed \
                     and _NUMBER.match(raw) and not any((t, y) in months for y in _numeric_date(tokens, i)):
-                al.hallucinated.append({"slot": None, "value": t, "text": t})
+                al.hallucinated.append({"slot": None, "value": t, "said": raw})
         if self.lexicon.has_triple_words:
             al.hallucinated.extend(self._unexplained(facts, tokens))
         return al
@@ -439,7 +450,7 @@ class Matcher:
         out = []
         for span in unexplained_spans(folded, explained):
             text = " ".join(tokens[span[0]:span[-1] + 1])
-            out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "text": text, "kind": "words"})
+            out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"})
         return out
 
 

@@ -238,7 +238,7 @@ class AlignedMatcher:
             for _, v in asks:
                 if tri:  # a wrong triple gets no other value: objects are entities, too many to ask about
                     continue
-                if self._status(v.slot, v.value, texts[i]) == "wrong" and not (v.status == "wrong" and v.said):
+                if self._status(v.slot, v.value, texts[i]) == "wrong" and not (v.status == "wrong" and v.said_value):
                     second += [(query(v.slot, u), texts[i]) for u in self._others(v.slot, v.value)]
             for s in slots:
                 if self._status(s, None, texts[i]) == "realised":
@@ -309,17 +309,18 @@ class AlignedMatcher:
                 if int(np.argmax(p)) != WRONG:
                     continue  # the matcher's verdict stays
                 status = "wrong"
-            said = None
+            said = value = None  # the output's words; the value they state (wrong verdicts)
             if tri:
                 said = v.said if status == "realised" else None
-            elif status == "wrong" and v.status == "wrong" and v.said is not None:
-                said = v.said  # both say wrong: the value the matcher read stays
-            elif status == "wrong":
-                said, _ = self._best_value(v.slot, v.value, text)
-                if said is None and self.aligner.inventory.kind(v.slot) == "binary":
-                    said = "no" if norm_value(v.value) in ("yes", "true") else "yes"
+            elif status == "wrong" and v.status == "wrong" and v.said_value is not None:
+                said, value = v.said, v.said_value  # both say wrong: what the matcher read stays
+            elif status == "wrong":  # the aligner reads no words: only the value it finds likeliest
+                value, _ = self._best_value(v.slot, v.value, text)
+                if value is None and self.aligner.inventory.kind(v.slot) == "binary":
+                    value = "no" if norm_value(v.value) in ("yes", "true") else "yes"
             conf = float(p[LABELS.index(status)])
-            out.verdicts[k] = Verdict(v.slot, v.value, status, said, engine="aligner", confidence=round(conf, 4))
+            out.verdicts[k] = Verdict(v.slot, v.value, status, said, engine="aligner", confidence=round(conf, 4),
+                                      said_value=value)
         for s in slots:
             if self._status(s, None, text) != "realised":
                 continue

@@ -95,15 +95,21 @@ class SlotLexicon:
     patterns: dict[str, dict[str, int]] = field(default_factory=dict)
     triggers: list[str] = field(default_factory=list)
     examples: int = 0  #: texts whose MR holds the slot
+    #: the slot's name as the data's MRs write it (``customer rating`` for the key ``customerrating``); outputs name
+    #: a slot their MR does not hold by it. Not part of the checksum (lexicons mined before it keep theirs)
+    name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "examples": self.examples, "values": self.values,
-                "patterns": self.patterns, "triggers": self.triggers}
+        out = {"kind": self.kind, "examples": self.examples, "values": self.values,
+               "patterns": self.patterns, "triggers": self.triggers}
+        if self.name:
+            out["name"] = self.name
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "SlotLexicon":
         return cls(d["kind"], dict(d.get("values", {})), {k: dict(v) for k, v in d.get("patterns", {}).items()},
-                   list(d.get("triggers", [])), int(d.get("examples", 0)))
+                   list(d.get("triggers", [])), int(d.get("examples", 0)), d.get("name") or None)
 
 
 @dataclass
@@ -165,6 +171,8 @@ class Lexicon:
     def checksum(self) -> str:
         """sha256 (12 hex digits) of the lexicon's JSON: the signature names it."""
         d = self.to_dict()
+        # the slots' written names are not part of it (lexicons mined before they were kept keep their checksum)
+        d["slots"] = {k: {f: x for f, x in v.items() if f != "name"} for k, v in d["slots"].items()}
         # slot lexicons keep the checksum they had before triple words existed
         text = json.dumps(d["slots"] if not self.has_triple_words else
                           {k: d[k] for k in ("slots", "properties", "common")}, sort_keys=True, ensure_ascii=False)
@@ -299,7 +307,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     others = {k: [v.split() for v in values[k] if v and v not in UNCHECKED_VALUES]
               for k in values if kinds[k] == "category"}
     for key in sorted(values):
-        sl = SlotLexicon(kinds[key], {v: written[key][v] for v in sorted(values[key])}, examples=n_slot[key])
+        sl = SlotLexicon(kinds[key], {v: written[key][v] for v in sorted(values[key])}, examples=n_slot[key],
+                         name=slot_names[key] if slot_names[key] != key else None)
         lex.slots[key] = sl
         if kinds[key] == "entity" or n_slot[key] >= n:
             continue

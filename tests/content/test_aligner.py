@@ -137,7 +137,8 @@ def test_tiny_aligner_trains_exports_and_decides_what_the_matcher_cannot(tiny_ex
     # the matcher's wrong verdicts stay, unless the aligner overrides them
     mr2, text2 = "name[The Eagle], familyFriendly[yes]", "The Eagle is not family friendly."
     assert scorer.details([text2], mrs=[mr2])[0]["verdicts"][1] == {
-        "slot": "familyFriendly", "value": "yes", "status": "wrong", "said": "no", "engine": "matcher"}
+        "slot": "familyFriendly", "value": "yes", "status": "wrong", "said": "not family friendly", "engine": "matcher",
+        "said_value": "no"}
     over = qe.load("coverage", aligner=str(tiny_export), aligner_mode="override", aligner_threshold=1.0,
                    aligner_additions=True)
     v = over.details([text2], mrs=[mr2])[0]["verdicts"][1]

@@ -12,7 +12,12 @@ from qe.content.scorer import CoverageScorer
 
 
 def _status(al, slot):
-    return next((v.status, v.said) for v in al.verdicts if v.slot == slot)
+    """(status, what the output says): the canonical value a wrong verdict reads, else the output's words."""
+    return next((v.status, v.said_value if v.status == "wrong" else v.said) for v in al.verdicts if v.slot == slot)
+
+
+def _words(al, slot):
+    return next(v.said for v in al.verdicts if v.slot == slot)
 
 
 # ------------------------------------------------------------------------------------------------ rules only
@@ -24,6 +29,7 @@ def test_rules_find_values_surface_forms_and_negated_binary_slots():
     assert _status(al, "area") == ("realised", "city center")  # a usual surface form
     assert _status(al, "customer rating")[0] == "realised"  # "five-star" for 5 out of 5
     assert _status(al, "familyFriendly") == ("wrong", "no")  # negation before the slot's words
+    assert _words(al, "familyFriendly").startswith("not ")  # said: the output's words, the cue included
     assert _status(al, "food") == ("omitted", None)
     c = al.counts()
     assert (c["facts"], c["realised"], c["wrong"], c["omitted"]) == (5, 3, 1, 1)
@@ -90,10 +96,11 @@ def test_mined_lexicon_decides_wrong_values_and_hallucinations():
     m = Matcher(mine(PAIRS, min_count=5))
     al = m.align("name[Zed], priceRange[cheap], familyFriendly[yes]", "Zed is expensive and adults only .")
     assert _status(al, "priceRange") == ("wrong", "high")
+    assert _words(al, "priceRange") == "expensive"  # the output's words; said_value the canonical value
     assert _status(al, "familyFriendly") == ("wrong", "no")
     al = m.align("name[Zed], priceRange[less than £20]", "Zed is cheap . It is kid friendly .")
     assert _status(al, "priceRange")[0] == "realised"  # cheap realises less than £20, as the data annotate it
-    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("familyfriendly", "yes")]
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("familyFriendly", "yes")]  # as the data write it
 
 
 def test_lexicon_round_trip_and_bad_file(tmp_path):

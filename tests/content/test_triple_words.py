@@ -54,7 +54,7 @@ def test_words_that_a_few_properties_own_are_not_common_and_explain_only_those()
     assert "born" not in mine_triples(PAIRS, property_lift=1.5, **kw).properties["occupation"]
     # a relation the triples do not hold, said with an owned word: listed with the lifts, explained without
     mr, text = _mr(("Aarhus_Airport", "cityServed", "Aarhus")), "Aarhus Airport serves Aarhus, where it was born."
-    words = [h["text"] for h in Matcher(lifted).align(mr, text).hallucinated if h.get("kind") == "words"]
+    words = [h["said"] for h in Matcher(lifted).align(mr, text).hallucinated if h.get("kind") == "words"]
     assert words and "born" in words[0]
     assert not [h for h in Matcher(plain).align(mr, text).hallucinated if h.get("kind") == "words"]
 
@@ -96,8 +96,8 @@ def test_matcher_lists_unexplained_stretches_as_hallucinated():
     clean = m.align(mr, "Alan Bean was born in Wheeler, Texas and worked as a test pilot.")
     assert clean.hallucinated == [] and clean.counts()["realised"] == 2
     more = m.align(mr, "Alan Bean, born in Wheeler, Texas, worked as a test pilot and walked on the Moon in 1969.")
-    assert more.hallucinated == [{"slot": None, "value": "1969", "text": "1969"},
-                                 {"slot": None, "value": "walked moon", "text": "walked on the moon", "kind": "words"}]
+    assert more.hallucinated == [{"slot": None, "value": "1969", "said": "1969"},
+                                 {"slot": None, "value": "walked moon", "said": "walked on the moon", "kind": "words"}]
     # the words of a property's name explain themselves; diacritics are folded; forms of entity words are explained
     m2 = m.align(_mr(("Andrew_Rayel", "birthPlace", "Chișinău")), "Andrew Rayel's birth place is Chisinau.")
     assert m2.hallucinated == [] and m2.counts()["realised"] == 1  # and the object is found without its diacritics
@@ -105,7 +105,7 @@ def test_matcher_lists_unexplained_stretches_as_hallucinated():
     assert m3.hallucinated == []
     # without triple words (the rules lexicon) only numbers are listed, as before
     assert Matcher().align(mr, "Alan Bean walked on the Moon in 1969.").hallucinated == \
-        [{"slot": None, "value": "1969", "text": "1969"}]
+        [{"slot": None, "value": "1969", "said": "1969"}]
     # attribute-value MRs are untouched by a triples lexicon
     assert Matcher(lex).align("name[The Eagle]", "The Eagle serves sushi.").hallucinated == []
 
@@ -137,10 +137,10 @@ def test_the_aligner_alone_keeps_the_matcher_hallucinations_on_triples():
     stub = StubAligner({"alan bean | nationality | united states": 0.9, "alan bean | occupation | test pilot": 0.1,
                         "alan bean | birth place | wheeler, texas": 0.9})
     text = TEXT + " He flew in 1969."
-    assert Matcher().align(MR, text).hallucinated == [{"slot": None, "value": "1969", "text": "1969"}]
+    assert Matcher().align(MR, text).hallucinated == [{"slot": None, "value": "1969", "said": "1969"}]
     for mode in ("combined", "aligner"):
         al = AlignedMatcher(Matcher(), stub, mode).align(MR, text)
-        assert al.hallucinated == [{"slot": None, "value": "1969", "text": "1969"}], mode
+        assert al.hallucinated == [{"slot": None, "value": "1969", "said": "1969"}], mode
 
 
 @needs_data
