@@ -288,7 +288,7 @@ class Matcher:
         matches = self._resolve(self._candidates(tokens, mr_slots, raw, written), mr_slots)
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
-        words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")
+        cue_words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")
         for m in matches:
             vals = m.values
             sl = self.lexicon.slots.get(m.slot)
@@ -298,7 +298,7 @@ class Matcher:
                 cue = _negation_at(tokens, m.start)
                 if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
-                    words[id(m)] = " ".join(tokens[cue:m.end])
+                    cue_words[id(m)] = " ".join(tokens[cue:m.end])
                 vals = {("yes" if pol else "no"): 1}
             said.setdefault(m.slot, []).append((m, vals))
         al = Alignment()
@@ -334,7 +334,7 @@ class Matcher:
             if hits:
                 for m in hits:  # every mention of the value realises this one fact
                     consumed.add(id(m))
-                al.verdicts.append(Verdict(s, v, "realised", words.get(id(hits[0]), hits[0].text), spans=[(m.start, m.end) for m in hits]))
+                al.verdicts.append(Verdict(s, v, "realised", cue_words.get(id(hits[0]), hits[0].text), spans=[(m.start, m.end) for m in hits]))
             else:
                 pending.append((s, v, key, nv))
         for s, v, key, nv in pending:
@@ -345,7 +345,7 @@ class Matcher:
                 m, vals = other[0]
                 consumed.add(id(m))
                 val = max(vals, key=vals.get)
-                al.verdicts.append(Verdict(s, v, "wrong", words.get(id(m), m.text), spans=[(m.start, m.end)],
+                al.verdicts.append(Verdict(s, v, "wrong", cue_words.get(id(m), m.text), spans=[(m.start, m.end)],
                                            said_value=self._written(key, val)))
             else:
                 al.verdicts.append(Verdict(s, v, "omitted"))
@@ -369,7 +369,7 @@ class Matcher:
                     extra[(key, val)] = m
         for (key, val), m in extra.items():
             al.hallucinated.append({"slot": written.get(key, self._slot_name(key)), "value": self._written(key, val),
-                                    "said": words.get(id(m), m.text)})
+                                    "said": cue_words.get(id(m), m.text)})
         for (key, val), texts in stated.items():
             n = max(texts.values())
             sl = self.lexicon.slots.get(key)
