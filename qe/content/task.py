@@ -12,8 +12,8 @@ threshold on P(realised) (the best omission F1 against the cleaned annotation) a
 from the training rows alone locates the facts the synthetic errors act on
 (:func:`~qe.content.aligner_data.make_examples`).
 
-The module is :class:`qe.gruen.task.SequenceClassifierModule` (an HF encoder with a sequence-classification head,
-AdamW with warm-up and linear decay) with three labels and its own export.
+The module is :class:`qe.hf.classifier.SequenceClassifierModule` (an HF encoder with a sequence-classification
+head, AdamW with warm-up and linear decay; shared with GRUEN's classifiers) with three labels and its own export.
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from omegaconf import DictConfig
 
 from qe.content.aligner_data import LABELS, Inventory, f1, fold_of, gold_counts, make_examples
 from qe.core.config import conf_defaults
-from qe.gruen.task import SequenceClassifierModule, _float_metrics, _tokenizer
+from qe.hf.classifier import SequenceClassifierModule, float_metrics
+from qe.hf.classifier import tokenizer_for as _tokenizer
 from qe.training import TaskParts, instantiate_model, plain_config
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class ContentAlignerModule(SequenceClassifierModule):
         metrics.update(cal["metrics"])
         config["train"] = plain_config(cfg) if cfg is not None else {}
         return save_export(Path(dest), self.model, datamodule.tokenizer, config=config,
-                           data=dict(getattr(datamodule, "data_info", {}) or {}), metrics=_float_metrics(metrics))
+                           data=dict(getattr(datamodule, "data_info", {}) or {}), metrics=float_metrics(metrics))
 
 
 def _figures(rows: list[dict], als) -> tuple[float, float]:
@@ -167,7 +168,7 @@ def split_rows(rows: list[dict], folds: int, seed: int, held_out: Sequence[int],
 
 def build_content_aligner(cfg: DictConfig) -> TaskParts:
     from qe.content import Matcher, mine
-    from qe.gruen.data import TextClassificationDataModule
+    from qe.hf.data import TextClassificationDataModule
 
     d = cfg.data
     if str(d.source) == "webnlg":
@@ -221,7 +222,7 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     from qe.content.aligner_data import Inventory
     from qe.content.aligner_triples import TripleInventory, kind_counts, make_triple_examples, rows_from_entries
     from qe.data.webnlg import webnlg_entries
-    from qe.gruen.data import TextClassificationDataModule
+    from qe.hf.data import TextClassificationDataModule
 
     d = cfg.data
     rows = rows_from_entries(webnlg_entries("train", cfg.paths.data_dir), np.random.default_rng(int(cfg.seed)),

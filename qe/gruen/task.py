@@ -13,6 +13,8 @@ builder supplies what only the task knows (``num_labels``, the names of the vali
 argument is a saved hyperparameter (plain values only, so checkpoints load with ``torch.load(weights_only=True)``),
 and each module writes its export through :mod:`qe.gruen.format` (:meth:`export`); an interrupted run is exported
 from a checkpoint with the generic ``python -m qe.training <run dir> --checkpoint best``.
+The classifiers' training (module, optimiser, data module) is shared with the content aligner and lives in
+:mod:`qe.hf`; :class:`SequenceClassifierModule` adds GRUEN's export to it.
 
 ``task=gruen_tune`` (:func:`run`) scores a rated dataset with GRUEN, reports correlations and is what an Optuna
 sweep tunes (dev split only). The rated outputs are split deterministically into **dev** and **test** by hashing
@@ -41,8 +43,16 @@ from qe.core.config import conf_defaults, to_dict
 from qe.data.corpora import corpus_fingerprint, load_corpus, split_holdout, split_seed
 from qe.core.jsonio import dumps
 from qe.gruen import format as fmt
-from qe.gruen.data import MLMDataModule, TextClassificationDataModule, load_documents, read_cola, sop_pairs
-from qe.gruen.model import build_classifier, encoder_layers, mlm_parts
+from qe.gruen.data import MLMDataModule, load_documents, read_cola, sop_pairs
+from qe.gruen.model import encoder_layers, mlm_parts
+from qe.hf.classifier import SequenceClassifierModule as _HFClassifier
+# the old private names of the shared helpers, for code that imported them from here
+from qe.hf.classifier import configure_adamw as _configure
+from qe.hf.classifier import float_metrics as _float_metrics
+from qe.hf.classifier import linear_warmup as _linear_warmup  # noqa: F401
+from qe.hf.classifier import tokenizer_for as _tokenizer
+from qe.hf.classifier import warmup_schedule as _schedule
+from qe.hf.data import TextClassificationDataModule
 from qe.training import QEModule, TaskParts, instantiate_model, log_metrics, plain_config
 
 log = logging.getLogger(__name__)
@@ -54,135 +64,16 @@ SOP = conf_defaults("model/hf_encoder", "task/sop:model")
 MLM = conf_defaults("model/hf_encoder", "task/mlm:model")
 
 
-# ------------------------------------------------------------------------------------------------ optimisation
-def _linear_warmup(optimizer, total_steps: int, warmup_ratio: float):
-    warm = max(1, int(total_steps * warmup_ratio))
-
-    def f(step):
-        if step < warm:
-            return (step + 1) / warm
-        return max(0.0, (total_steps - step) / max(1, total_steps - warm))
-
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, f)
-
-
-def _schedule(module: QEModule, opt) -> dict:
-    trainer = module._trainer  # None when not attached (module.trainer raises then)
-    total = int(trainer.estimated_stepping_batches) if trainer is not None else 1000
-    sched = _linear_warmup(opt, max(1, total), module.hparams.warmup_ratio)
-    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
-
-
-def _configure(module: QEModule, params, lr, weight_decay, head=None):
-    """AdamW (no decay on biases / LayerNorm) + linear warm-up and decay; ``head=(params, lr)`` gives those
-    parameters their own learning rate."""
-    head_ids = {id(p) for p in head[0]} if head else set()
-    decay, no_decay, head_decay, head_no_decay = [], [], [], []
-    for n, p in params:
-        if not p.requires_grad:
-            continue
-        nd = p.ndim < 2 or "LayerNorm" in n or n.endswith("bias")
-        if id(p) in head_ids:
-            (head_no_decay if nd else head_decay).append(p)
-        else:
-            (no_decay if nd else decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    if head:
-        groups += [{"params": head_decay, "weight_decay": weight_decay, "lr": head[1]},
-                   {"params": head_no_decay, "weight_decay": 0.0, "lr": head[1]}]
-    return _schedule(module, torch.optim.AdamW([g for g in groups if g["params"]], lr=lr))
-
-
-def _float_metrics(metrics: dict | None) -> dict:
-    return {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-
-
-def _tokenizer(encoder: str):
-    from transformers import AutoTokenizer
-
-    from qe.core.offline import encoder_path
-
-    return AutoTokenizer.from_pretrained(encoder_path(encoder))
-
-
 def _cap(items: list, n) -> list:
     return items if not n else items[: int(n)]
 
 
 # ------------------------------------------------------------------------------------------------ classifiers
-class SequenceClassifierModule(QEModule):
-    """HF encoder + 2-way head. ``pooling="cls"``: ``AutoModelForSequenceClassification`` (its own [CLS] /
-    pooler head; CoLA, and SOP on encoders pre-trained with a pair objective); ``pooling="segments"``:
-    :class:`~qe.gruen.model.SegmentPairClassifier` (sentence pairs only). Reports accuracy, Matthews correlation
-    and loss on each validation set (``val/acc_<name>``, ...; ``val/acc`` / ``val/mcc`` for the first)."""
-
-    def __init__(self, encoder: str = COLA["encoder"], num_labels: int = 2, lr: float = COLA["lr"],
-                 weight_decay: float = COLA["weight_decay"], warmup_ratio: float = COLA["warmup_ratio"],
-                 val_names: Sequence[str] = ("in", "out"), dropout: float | None = None,
-                 train_layers: int = COLA["train_layers"], pooling: str = "cls", head_lr: float | None = None):
-        super().__init__()
-        self.save_hyperparameters()
-        self.model = build_classifier(encoder, num_labels, pooling, dropout)
-        self.model.train()  # from_pretrained returns eval mode; Lightning keeps the mode it finds (dropout on)
-        if train_layers >= 0:  # fine-tune only the top `train_layers` layers (+ pooler and head): cheaper on CPU
-            layers = encoder_layers(self.model)
-            keep = {id(p) for layer in (list(layers)[-train_layers:] if train_layers and layers is not None else [])
-                    for p in layer.parameters()}
-            for n, p in self.model.base_model.named_parameters():
-                p.requires_grad = id(p) in keep or n.startswith("pooler")
-        if pooling == "segments":  # the [CLS] pooler is not used by this head: keep it out of the optimiser (and DDP)
-            for n, p in self.model.base_model.named_parameters():
-                if n.startswith("pooler"):
-                    p.requires_grad = False
-        self.val_names = list(val_names)
-        self._preds: dict[int, list[torch.Tensor]] = {}
-        self._labels: dict[int, list[torch.Tensor]] = {}
-        self._losses: dict[int, float] = {}
-
-    def forward(self, **batch):
-        return self.model(**{k: v for k, v in batch.items() if k != "labels"}).logits
-
-    def training_step(self, batch, batch_idx):
-        logits = self(**batch)
-        loss = F.cross_entropy(logits.float(), batch["labels"])
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["labels"]))
-        return loss
-
-    def validation_step(self, batch, batch_idx, dataloader_idx: int = 0):
-        logits = self(**batch).float()
-        loss = F.cross_entropy(logits, batch["labels"], reduction="sum")
-        self._preds.setdefault(dataloader_idx, []).append(logits.argmax(-1).cpu())
-        self._labels.setdefault(dataloader_idx, []).append(batch["labels"].cpu())
-        self._losses[dataloader_idx] = self._losses.get(dataloader_idx, 0.0) + float(loss)
-
-    def on_validation_epoch_end(self):
-        from sklearn.metrics import accuracy_score, matthews_corrcoef
-
-        out = {}
-        for i, name in enumerate(self.val_names):
-            if i not in self._preds:
-                continue
-            p = torch.cat(self._preds[i]).numpy()
-            y = torch.cat(self._labels[i]).numpy()
-            out[f"val/acc_{name}"] = float(accuracy_score(y, p))
-            out[f"val/mcc_{name}"] = float(matthews_corrcoef(y, p))
-            out[f"val/loss_{name}"] = self._losses.get(i, 0.0) / max(1, len(y))
-        if out:
-            first = self.val_names[0]
-            out["val/acc"] = out.get(f"val/acc_{first}", 0.0)
-            out["val/mcc"] = out.get(f"val/mcc_{first}", 0.0)
-            self.log_dict(out, prog_bar=True, add_dataloader_idx=False)
-        self._preds, self._labels, self._losses = {}, {}, {}
-
-    def configure_optimizers(self):
-        h = self.hparams
-        if not h.get("head_lr"):
-            return _configure(self, self.named_parameters(), h.lr, h.weight_decay)
-        # a freshly initialised head may learn faster than the pretrained encoder it sits on
-        enc = {id(p) for p in self.model.base_model.parameters()}
-        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
-        return _configure(self, named, h.lr, h.weight_decay,
-                          head=([p for _, p in named if id(p) not in enc], float(h.head_lr)))
+class SequenceClassifierModule(_HFClassifier):
+    """:class:`qe.hf.classifier.SequenceClassifierModule` (an HF encoder + 2-way head: training, validation, the
+    optimiser) with GRUEN's export: an HF export of kind :attr:`export_kind` written by
+    :func:`qe.gruen.format.save_hf_export`. The base of :class:`CoLAModule` and :class:`SOPModule`; configs and
+    user code that name ``qe.gruen.task.SequenceClassifierModule`` get the class they got before the move."""
 
     def _export_config(self, datamodule) -> dict:
         return {"encoder": str(self.hparams.encoder), "model": dict(self.hparams),

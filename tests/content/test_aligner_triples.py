@@ -135,7 +135,7 @@ def test_the_prop_negatives_switch_of_the_training_data(monkeypatch):
     monkeypatch.setattr(webnlg, "webnlg_entries", lambda split, data_dir=None: [Entry(r) for r in ROWS + [DIED]] * 3)
     monkeypatch.setattr(task, "_tokenizer", lambda name: None)
     monkeypatch.setattr(task, "instantiate_model", lambda *a, **k: None)
-    monkeypatch.setattr("qe.gruen.data.TextClassificationDataModule", lambda *a, **k: type("DM", (), {})())
+    monkeypatch.setattr("qe.hf.data.TextClassificationDataModule", lambda *a, **k: type("DM", (), {})())
     base = OmegaConf.load(task.__file__.replace("task.py", "../conf/data/content_aligner.yaml"))
     for on in (False, True):
         cfg = OmegaConf.create({"seed": 0, "paths": {"data_dir": None}, "model": {"encoder": "x"},
