@@ -407,11 +407,67 @@ def check_device(cfg: Any) -> None:
                                 f"use trainer.devices={n} (or -1 for all)")
 
 
+# ----------------------------------------------------------------------------------------------- console
+#: ``qe train -v`` / ``python train.py --verbose``: ``$QE_VERBOSE`` (:func:`qe.core.runtime.verbose`) set for the run,
+#: so the console shows every library's INFO lines again (Lightning's banners, its model summary table), as the run's
+#: ``train.log`` does
+VERBOSE_FLAGS = ("-v", "--verbose")
+
+
+class ConsoleFilter:
+    """A filter of the console handlers of a ``qe train`` run: qe's own lines (INFO and up: the per-epoch progress
+    line, where the data came from) and every library's warnings and errors pass; the other libraries' INFO lines
+    (Lightning's "GPU available", "LOCAL_RANK", "`Trainer.fit` stopped", the model summary; "Seed set to 42") go to
+    the run's log file (``<run dir>/train.log``, Hydra's file handler) alone."""
+
+    def filter(self, record) -> bool:
+        import logging
+
+        return record.levelno >= logging.WARNING or record.name == "qe" or record.name.startswith("qe.")
+
+
+_CONSOLE_FILTER = ConsoleFilter()
+
+
+def quiet_train_console() -> None:
+    """Put :class:`ConsoleFilter` on the root logger's console handlers (Hydra's; not its file handler), unless
+    :func:`qe.core.runtime.verbose`. Idempotent."""
+    import logging
+
+    from qe.core.runtime import verbose
+
+    if verbose():
+        return
+    for h in logging.getLogger().handlers:
+        if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) \
+                and _CONSOLE_FILTER not in h.filters:
+            h.addFilter(_CONSOLE_FILTER)
+
+
 # -------------------------------------------------------------------------------------------- applications
 def train(argv: list[str] | None = None, *, prog: str = "qe train", conf: str | None = None) -> int:
-    """``qe train`` (``train.py`` passes its own ``prog`` and the clone's ``conf``)."""
+    """``qe train`` (``train.py`` passes its own ``prog`` and the clone's ``conf``). ``-v`` / ``--verbose`` (taken
+    out before Hydra sees the arguments) sets ``$QE_VERBOSE`` for the run: Lightning's INFO lines on the console
+    too (by default they go to ``<run dir>/train.log`` only, :func:`quiet_train_console`)."""
+    from qe.core.runtime import VERBOSE_ENV
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    saved = os.environ.get(VERBOSE_ENV)
+    if any(a in VERBOSE_FLAGS for a in argv):
+        argv = [a for a in argv if a not in VERBOSE_FLAGS]
+        os.environ[VERBOSE_ENV] = "1"  # DDP ranks started from this process inherit it
+    try:
+        return _train(argv, prog, conf)
+    finally:
+        if saved is None:
+            os.environ.pop(VERBOSE_ENV, None)
+        else:
+            os.environ[VERBOSE_ENV] = saved
+
+
+def _train(argv: list[str], prog: str, conf: str | None) -> int:
     def train_task(cfg):
+        quiet_train_console()  # before Lightning is imported: its import-time lines are INFO too
         from qe import training
         from qe.training import main_entry
 
@@ -428,7 +484,7 @@ def train(argv: list[str] | None = None, *, prog: str = "qe train", conf: str | 
             raise
         return main_entry(cfg)
 
-    return run_hydra(train_task, "train", list(sys.argv[1:] if argv is None else argv), prog, conf)
+    return run_hydra(train_task, "train", argv, prog, conf)
 
 
 def evaluate(argv: list[str] | None = None, *, prog: str = "qe evaluate", conf: str | None = None,

@@ -289,10 +289,9 @@ def _bar(args: argparse.Namespace) -> bool:
     """A progress bar only on a terminal: in a log file or a pipe a bar is fragments and escape codes."""
     if getattr(args, "quiet", False) or getattr(args, "no_progress", False):
         return False
-    try:
-        return bool(sys.stderr is not None and sys.stderr.isatty())
-    except (AttributeError, ValueError):
-        return False
+    from qe.core.runtime import stderr_is_terminal
+
+    return stderr_is_terminal()
 
 
 def _score_into(sink, metrics: list[tuple[str, Any]], records, todo: list[int], kw_alls: dict[str, dict],
@@ -600,7 +599,7 @@ def _score_here(args, models, opts, out, partial, through, to_stdout) -> int:
     if args.system_level:
         _print_system_level(args, metrics, records, ordered, kw_alls)
     if args.score_only:
-        _print_score_only(metrics, records, ordered, kw_alls)
+        _print_score_only(metrics, records, ordered, kw_alls, quiet=args.quiet)
     return 0
 
 
@@ -676,25 +675,29 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
         table = system_table(scorer, records, rows, kw_alls[key], args.bootstrap, args.seed,
                              key=None if single else key)
         tables.append((key, scorer, table, _table_signature(scorer, table, args.bootstrap, args.seed)))
+    figs = {key: _figures(scorer, any(t["corpus"] is not None for t in table)) for key, scorer, table, _ in tables}
     if single:
-        _, scorer, table, sig = tables[0]
+        key, scorer, table, sig = tables[0]
+        f = figs[key]
         if args.json:
             from qe.core.jsonio import json_safe
 
             print(json.dumps(json_safe({"metric": scorer.name, "signature": sig,
                                         "higher_is_better": scorer.higher_is_better,
-                                        "corpus_higher_is_better": _corpus_higher(scorer), "systems": table}),
+                                        "corpus_higher_is_better": _corpus_higher(scorer), **_meta(f),
+                                        "systems": [_named(t, f) for t in table]}),
                              indent=2))
             return
-        head = ["system", "n", "undefined", "mean", "corpus", "bootstrap mean ± 95% CI"]
+        head = ["system", "n", "undefined", _header(f["mean"], "mean"), _header(f["corpus"], "corpus"),
+                "bootstrap mean ± 95% CI"]
         body = []
         for t in table:
             ci = "-" if t["ci"] is None else f"{t['ci_mean']:.4f} ± {t['ci_halfwidth']:.4f} (of the {t['ci_of']})"
             body.append([t["system"], str(t["n"]), str(t["undefined"]), _fmt(t["mean"]), _fmt(t["corpus"]), ci])
         print(render_table(head, body, right=(1, 2, 3, 4)))
-        corpus = getattr(scorer, "corpus_note", None) or "the metric's own corpus-level score where it has one"
-        print(f"{scorer.name}: {'higher' if scorer.higher_is_better else 'lower'} is better; corpus = {corpus}; "
-              f"CI = bootstrap 95 %\nsignature: {sig}")
+        corpus = _explain(f["corpus"]) if f["corpus"] else f"corpus: none ({scorer.name} has no corpus-level score)"
+        print(f"{_explain(f['mean'])}; {corpus}; CI = bootstrap 95 % of the corpus score where there is one, else of "
+              f"the mean\nsignature: {sig}")
         if "corpus" in sig.fields:
             print("(corpus:[...]: sacrebleu's settings of the corpus score and its CI; the fields before it: the "
                   "per-output scores and their mean)")
@@ -705,14 +708,17 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
 
         print(json.dumps(json_safe({
             "metrics": [{"metric": key, "name": scorer.name, "signature": sig,
-                         "higher_is_better": scorer.higher_is_better, "corpus_higher_is_better": _corpus_higher(scorer)}
+                         "higher_is_better": scorer.higher_is_better, "corpus_higher_is_better": _corpus_higher(scorer),
+                         **_meta(figs[key])}
                         for key, scorer, _, sig in tables],
             "systems": [{"system": name, "n": tables[0][2][j]["n"],
-                         "scores": {key: {k: v for k, v in table[j].items() if k not in ("system", "n")}
+                         "scores": {key: _named({k: v for k, v in table[j].items() if k not in ("system", "n")},
+                                                figs[key])
                                     for key, _, table, _ in tables}}
                         for j, name in enumerate(systems)]}), indent=2))
         return
-    head = ["system", "n", *(key for key, *_ in tables)]
+    # each column: the corpus-level score where the metric has one, else the mean; the header says which
+    head = ["system", "n", *(f"{key} ({_header(figs[key]['corpus'] or figs[key]['mean'], '')})" for key, *_ in tables)]
     body = []
     for j, name in enumerate(systems):
         cells = []
@@ -724,13 +730,15 @@ def _print_system_level(args, metrics: list[tuple[str, Any]], records, rows: lis
         body.append([name, str(tables[0][2][j]["n"]), *cells])
     print(render_table(head, body, right=tuple(range(1, len(head)))))
     print("each metric: its corpus-level score where it has one, else the mean of the per-output scores, ± the "
-          "bootstrap 95 % CI half-width")
+          f"bootstrap 95 % CI half-width; {_arrow(True)} higher is better, {_arrow(False)} lower is better")
     for key, scorer, table, sig in tables:
         note = getattr(scorer, "corpus_note", None)
-        if note and any(t["corpus"] is not None for t in table):  # the column shows the corpus score
-            what = f"corpus = {note}; {'higher' if _corpus_higher(scorer) else 'lower'} is better"
+        f = figs[key]["corpus"] or figs[key]["mean"]
+        shown = f"the column: {f['label']}, {_direction(f['higher_is_better'])}"
+        if note and figs[key]["corpus"] is not None:  # the column shows the corpus score
+            what = f"corpus = {note}; {shown}"
         else:
-            what = f"{'higher' if scorer.higher_is_better else 'lower'} is better"
+            what = shown
         print(f"{key}: {scorer.name}, {what}\nsignature: {sig}")
 
 
@@ -740,12 +748,99 @@ def _corpus_higher(scorer) -> bool:
     return bool(scorer.higher_is_better if c is None else c)
 
 
-def _print_score_only(metrics: list[tuple[str, Any]], records, rows: list[dict], kw_alls: dict) -> None:
+def _corpus_names(scorer) -> tuple[str, str]:
+    """(short, long) name of ``scorer``'s corpus-level score: ("SER", "slot error rate"), ("BLEU-4", "corpus-level
+    BLEU-4")."""
+    short, long_ = getattr(scorer, "corpus_name", None), getattr(scorer, "corpus_long_name", None)
+    short = short or scorer.name
+    return short, long_ or f"corpus-level {short}"
+
+
+def _direction(higher: bool) -> str:
+    return "higher is better" if higher else "lower is better"
+
+
+def _arrow(higher: bool) -> str:
+    """↑ (higher is better) / ↓ (lower is better) where standard output can print them, else words."""
+    arrow = "\u2191" if higher else "\u2193"
+    try:
+        arrow.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return "(higher is better)" if higher else "(lower is better)"
+    return arrow
+
+
+def _figures(scorer, has_corpus: bool) -> dict[str, dict | None]:
+    """What the system figures of ``scorer`` are: ``{"mean": F, "corpus": F or None}`` (None: the scorer has no
+    corpus-level score), each ``F = {"statistic", "label", "description", "higher_is_better"}``: the mean of the
+    per-output scores (``mean coverage``, as the scorer's ``higher_is_better``) and the corpus-level score (``corpus
+    SER``, as :attr:`~qe.core.scorer.Scorer.corpus_higher_is_better`)."""
+    mean = {"statistic": scorer.name, "label": f"mean {scorer.name}",
+            "higher_is_better": bool(scorer.higher_is_better),
+            "description": f"the mean of the per-output {scorer.name} scores"}
+    if not has_corpus:
+        return {"mean": mean, "corpus": None}
+    short, long_ = _corpus_names(scorer)
+    note = getattr(scorer, "corpus_note", None)
+    corpus = {"statistic": short, "label": f"corpus {short}", "higher_is_better": _corpus_higher(scorer),
+              "description": note or f"{long_}, the metric's own score of the whole system"}
+    return {"mean": mean, "corpus": corpus}
+
+
+def _header(f: dict | None, bare: str) -> str:
+    """A column header naming the figure and its direction (``mean coverage ↑``); ``bare`` when there is none."""
+    return bare if f is None else f"{f['label']} {_arrow(f['higher_is_better'])}"
+
+
+def _explain(f: dict) -> str:
+    """``corpus SER ↓: the slot error rate pooled ... (errors / facts; lower is better)``, the direction said once."""
+    d = f["description"]
+    return f"{f['label']} {_arrow(f['higher_is_better'])}: {d}" + (
+        "" if "is better" in d else f", {_direction(f['higher_is_better'])}")
+
+
+def _named(row: dict, figs: dict) -> dict:
+    """A system row (JSON) whose figures carry what they are: ``mean_statistic`` / ``mean_higher_is_better`` and
+    ``corpus_statistic`` / ``corpus_higher_is_better`` (None where there is no corpus-level score)."""
+    m, c = figs["mean"], figs["corpus"]
+    return {**row, "mean_statistic": m["statistic"], "mean_higher_is_better": m["higher_is_better"],
+            "corpus_statistic": None if c is None else c["statistic"],
+            "corpus_higher_is_better": None if c is None else c["higher_is_better"]}
+
+
+def _meta(figs: dict) -> dict:
+    """The figures' names for the top of a JSON table (next to ``higher_is_better`` / ``corpus_higher_is_better``)."""
+    c = figs["corpus"]
+    return {"mean_statistic": figs["mean"]["statistic"], "corpus_statistic": None if c is None else c["statistic"],
+            "corpus_description": None if c is None else c["description"]}
+
+
+def _print_score_only(metrics: list[tuple[str, Any]], records, rows: list[dict], kw_alls: dict,
+                      quiet: bool = False) -> None:
     """``-b``: one number per metric (per system, systems in input order), nothing else: the corpus-level score
-    where the metric has one, else the mean of the per-output scores; ``nan`` when undefined."""
+    where the metric has one, else the mean of the per-output scores; ``nan`` when undefined. Where a number is not
+    the mean of the per-output scores (``coverage``: the pooled slot error rate; BLEU: corpus BLEU), one line on
+    stderr (not with ``-q``) says what it is, so that standard output stays one number per line."""
     single = len(metrics) == 1
     tables = [system_table(scorer, records, rows, kw_alls[key], 1, 12345, key=None if single else key)
               for key, scorer in metrics]
+    figs = [_figures(scorer, any(t["corpus"] is not None for t in table))
+            for (_, scorer), table in zip(metrics, tables)]
+    if not quiet and any(f["corpus"] is not None for f in figs):
+        said = []
+        for (_, scorer), f in zip(metrics, figs):
+            c = f["corpus"]
+            if c is None:
+                said.append(f"{scorer.name}'s mean of the per-output scores, "
+                            f"{_direction(f['mean']['higher_is_better'])}")
+            else:
+                short, long_ = _corpus_names(scorer)
+                what = long_ if long_ == f"corpus-level {short}" else f"{long_} ({short})"
+                said.append(f"{scorer.name}'s corpus statistic: {what}, {_direction(c['higher_is_better'])}")
+        several = len(tables[0]) > 1
+        per = (" (per system, one line per metric in -m order)" if several and not single else
+               " (one line per metric in -m order)" if not single else " (one line per system)" if several else "")
+        print(f"qe score: -b prints{per} " + "; ".join(said), file=sys.stderr)
     for j in range(len(tables[0])):
         for table in tables:
             t = table[j]
@@ -845,6 +940,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _check_device(args.device)
     scorer = _load_scorer(args.model, opts, args.device)
     kw = _inputs(scorer, first, args.baseline)  # the baseline's references / MRs / sources for every system
+    if args.ser:
+        _check_checkable_facts(scorer, first, kw.get("mrs"), args)
     test = "ar" if args.paired_ar else "bs"
     res = compare_systems(scorer, {k: [r.output for r in v] for k, v in systems.items()}, refs=kw.get("refs"),
                           mrs=kw.get("mrs"), sources=kw.get("sources"), test=test, n_samples=args.n,
@@ -855,8 +952,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     n_samples = args.n if args.n > 0 else (1000 if test == "bs" else 10000)
     sig = Signature.of(scorer.signature).with_fields(test="paired-bs" if test == "bs" else "paired-ar", n=n_samples, seed=args.seed,
                                                      stat="ser" if args.ser else None)
-    higher = scorer.higher_is_better and not args.ser  # a slot error rate: lower is better
-    label = "SER" if args.ser else scorer.name
+    fig = _compared_figure(scorer, args.ser, kw.get("refs") is not None)
+    higher = fig["higher_is_better"]  # a slot error rate: lower is better
+    label = f"{fig['label']} {_arrow(higher)}"
     rows = []
     for i, r in enumerate(res):
         d = r.to_dict()
@@ -869,7 +967,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(json_safe({"metric": scorer.name, "signature": sig, "test": test, "n_samples": n_samples,
                                     "seed": args.seed, "alpha": args.alpha, "correction": args.correction,
                                     "statistic": "ser" if args.ser else "mean",
-                                    "higher_is_better": higher, "systems": rows}), indent=2))
+                                    "statistic_name": fig["statistic"], "statistic_label": fig["label"],
+                                    "statistic_description": fig["description"],
+                                    "higher_is_better": higher,
+                                    "systems": [{**d, "statistic_name": fig["statistic"], "higher_is_better": higher}
+                                                for d in rows]}), indent=2))
         return 0
     head = ["system", f"{label} (mean ± 95% CI)", "p-value" + ("" if args.correction == "none" else
                                                                     f" ({args.correction})")]
@@ -884,7 +986,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     what = ("paired bootstrap resampling (Koehn 2004)" if test == "bs" else
             "paired approximate randomization (Riezler & Maxwell 2005)")
     print(f"{what}, {n_samples} {'resamples' if test == 'bs' else 'trials'}, {res[0].n} items; "
-          f"* = p < {args.alpha}; {'higher' if higher else 'lower'} is better.\n"
+          f"* = p < {args.alpha}; {_explain(fig)}.\n"
           "Significance says the difference is unlikely to be chance, not which system is better or by how much.")
     if len(pvals) > 1 and args.correction == "none":
         print(f"{len(pvals)} comparisons: p-values are not corrected for multiple comparisons (--correction holm).")
@@ -892,6 +994,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if res[0].library_signature:
         print(f"sacrebleu signature of the scores, CIs and p-values: {res[0].library_signature}")
     return 0
+
+
+def _compared_figure(scorer, ser: bool, has_refs: bool) -> dict:
+    """What ``qe compare`` compares (see :func:`_figures`): ``--ser``: the pooled slot error rate; a metric with a
+    corpus-level score over references (sacrebleu's BLEU / chrF / TER, NIST pooled): that score; else the mean of
+    the per-output scores (as :func:`qe.significance.compare_systems` decides)."""
+    from qe.significance import sacrebleu_metric
+
+    corpus = ser or (has_refs and (sacrebleu_metric(scorer) is not None or (
+        getattr(scorer, "CORPUS", None) == "pooled" and hasattr(scorer, "_stats") and hasattr(scorer, "_from_stats"))))
+    figs = _figures(scorer, corpus)
+    return figs["corpus"] or figs["mean"]
+
+
+def _check_checkable_facts(scorer, records, mrs, args: argparse.Namespace) -> None:
+    """``--ser`` compares slot error rates: errors over checkable facts. With no checkable fact in any MR (every slot
+    ``dontcare`` / ``none``) there is no rate to compare: one line naming the MR file, exit status 2."""
+    if mrs is None or not hasattr(scorer, "system_statistic"):
+        return  # compare_systems says what is missing
+    stats = scorer.system_statistic([r.output for r in records], list(mrs)).stats
+    if len(stats) and float(stats[:, 1].sum()) > 0:
+        return
+    where = f"--mrs {args.mrs}" if args.mrs else f"the MRs of {args.baseline} (field 'mr')"
+    raise CLIError(f"--ser: no output has a checkable fact in {where} (every slot is dontcare / none or none could be "
+                   f"read): there is no slot error rate to compare")
 
 
 def _adjust(pvals: list[float | None], method: str) -> list[float | None]:
@@ -977,7 +1104,9 @@ def cmd_data(args: argparse.Namespace) -> int:
         return recipes.cmd_verify(args.name)
     if args.action == "download":
         if not args.name:
-            raise CLIError("qe data download NAME")
+            names = ", ".join(recipes.load_recipes())
+            raise CLIError(f"name the dataset: qe data download NAME, NAME one of {names} (qe data list shows what "
+                           "is here)")
         return recipes.cmd_download(args.name)
     raise CLIError(f"unknown action {args.action}")
 
@@ -1014,7 +1143,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="the --system-level table as JSON")
     s.add_argument("--score-only", "-b", action="store_true",
                    help="print only the system score on standard output, one number per metric (and system): the "
-                        "corpus-level score where the metric has one, else the mean (as sacrebleu -b)")
+                        "corpus-level score where the metric has one, else the mean (as sacrebleu -b); one line on "
+                        "stderr names the statistic where it is not the mean (coverage: the slot error rate)")
     s.add_argument("--bootstrap", type=int, default=1000, help="resamples of the system-level CI (default 1000)")
     s.add_argument("--seed", type=int, default=12345, help="seed of the resampling (default 12345, as sacrebleu)")
     s.add_argument("--resume", action="store_true",
@@ -1032,8 +1162,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="device kind for --devices (Lightning's names)")
     s.add_argument("--opt", action="append", default=[], help="scorer option KEY=VALUE (e.g. score=nce)")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no log lines, no summary")
+    s.add_argument("--verbose", "-v", action="store_true",
+                   help="log lines (INFO: records read, scoring progress) on stderr; by default only warnings and "
+                        "errors")
     s.add_argument("--no-progress", action="store_true",
-                   help="no progress bar; progress goes to log lines instead (for batch jobs and log files)")
+                   help="no progress bar; progress goes to log lines instead (INFO lines, as with -v; for batch "
+                        "jobs and log files)")
     s.add_argument("--debug", action="store_true", help="show the traceback of an error")
     s.set_defaults(fn=cmd_score)
     c = sub.add_parser("compare", help="paired significance tests of systems against a baseline (as sacrebleu's)",
@@ -1068,16 +1202,23 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default=None)
     c.add_argument("--batch-size", type=int, default=None)
     c.add_argument("--quiet", "-q", action="store_true", help="no progress bar, no log lines")
+    c.add_argument("--verbose", "-v", action="store_true",
+                   help="log lines (INFO: records read, scoring progress) on stderr; by default only warnings and "
+                        "errors")
     c.add_argument("--debug", action="store_true", help="show the traceback of an error")
     c.set_defaults(fn=cmd_compare)
     sub.add_parser("train", help="train a model and write its export (Hydra overrides follow; packaged configs)")
     sub.add_parser("evaluate", help="score a rated dataset and meta-evaluate (Hydra overrides follow)")
+    sub.add_parser("content", help="the content check's tools: mine (a lexicon for your domain from (MR, text) "
+                                   "pairs; qe content mine -h)")
     sub.add_parser("zoo", help="named models: list | build | verify | compare | pack | install | push | spread | command (qe zoo -h)")
     l_ = sub.add_parser("list", help="registered scorers and export kinds")
+    l_.add_argument("--verbose", "-v", action="store_true", help="log lines (INFO) on stderr")
     l_.set_defaults(fn=cmd_list)
     d = sub.add_parser("data", help="public datasets: list, verify checksums, download")
     d.add_argument("action", choices=["list", "verify", "download"])
     d.add_argument("name", nargs="?")
+    d.add_argument("--verbose", "-v", action="store_true", help="log lines (INFO: files checked, downloads) on stderr")
     d.add_argument("--debug", action="store_true", help="show the traceback of an error")
     d.set_defaults(fn=cmd_data)
     return p
@@ -1132,7 +1273,7 @@ class _logging_to_stderr:
 
 
 #: subcommands whose arguments belong to another program (Hydra overrides; the zoo's own parser)
-PASSTHROUGH = ("train", "evaluate", "zoo")
+PASSTHROUGH = ("train", "evaluate", "zoo", "content")
 
 
 def _passthrough(cmd: str, argv: list[str]) -> int:
@@ -1144,6 +1285,10 @@ def _passthrough(cmd: str, argv: list[str]) -> int:
         from qe.app import evaluate
 
         return evaluate(argv)
+    if cmd == "content":
+        from qe.content.mining import main as content_main
+
+        return content_main(argv)
     from qe.zoo.build import ZooError, main as zoo_main
 
     debug = "--debug" in argv
@@ -1173,8 +1318,17 @@ def _main(argv: list[str] | None = None) -> int:
     if not _bar(args):
         # the Hugging Face libraries' own bars ("Loading weights") follow ours: read when they are first imported
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    with _logging_to_stderr(logging.WARNING if getattr(args, "quiet", False) else logging.INFO):
+    with _logging_to_stderr(_log_level(args)):
         return _run(args)
+
+
+def _log_level(args: argparse.Namespace) -> int:
+    """The ``qe`` loggers' level on stderr: warnings and errors by default, INFO lines (records read, scoring
+    progress) with ``-v/--verbose`` or ``--no-progress`` (whose progress goes to those lines); ``-q/--quiet`` wins
+    (warnings and errors only)."""
+    if getattr(args, "quiet", False):
+        return logging.WARNING
+    return logging.INFO if getattr(args, "verbose", False) or getattr(args, "no_progress", False) else logging.WARNING
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -19,3 +19,12 @@ class MissingInputError(QEError, ValueError):
 
 class MissingDependencyError(QEError, OSError):
     """An optional package, pretrained pipeline or plugin is not installed; the message names what to install."""
+
+
+class ModelNotBuiltError(ExportError, KeyError):
+    """A named model of the zoo that is not built in ``$QE_MODELS``; the message says how to build it (``qe zoo build
+    NAME``). Also a :class:`KeyError` (what :func:`qe.load` raised before) whose text is the message itself,
+    unquoted, and an :class:`ExportError` (what :func:`qe.kinds.export_dir_of` raised: ``qe score`` exits 3)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -119,8 +119,8 @@ def export_kinds() -> list[str]:
 def export_dir_of(spec: str | Path) -> Path:
     """``spec`` as an export directory: a path that exists, else the name of a model of the zoo built into
     ``$QE_MODELS`` (as :func:`qe.load` resolves names). A zoo name that is not built raises
-    :class:`qe.errors.ExportError` with its build command (one line; ``qe score`` exits 3); anything else comes back
-    as a path, for the loader to say what is wrong with it."""
+    :class:`qe.errors.ModelNotBuiltError` (an ExportError) with its build command (one line; ``qe score`` exits 3);
+    anything else comes back as a path, for the loader to say what is wrong with it."""
     from qe.core.export import MANIFEST
 
     path = Path(str(spec)).expanduser()
@@ -133,9 +133,9 @@ def export_dir_of(spec: str | Path) -> Path:
     if (built / MANIFEST).is_file():
         return built
     if key in zoo.NAMES:
-        from qe.errors import ExportError
+        from qe.errors import ModelNotBuiltError
 
-        raise ExportError(zoo.not_built_message(key))
+        raise ModelNotBuiltError(zoo.not_built_message(key))
     return path
 
 

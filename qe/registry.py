@@ -61,7 +61,8 @@ _add("length", _E("qe.evaluation.baselines:LengthScorer", "output length in word
 
 # ---- content (which MR facts an output realises; no references) ------------------------------------------------
 _add("coverage", _E("qe.content.scorer:CoverageScorer", "MR facts realised minus wrong / hallucinated / repeated ones, "
-                                                        "normalised; rows carry per-slot verdicts; lexicon=none|e2e|FILE"))
+                                                        "normalised; rows carry per-slot verdicts; "
+                                                        "lexicon=auto|none|e2e|sf|webnlg|FILE"))
 _add("mr-bertscore", _E("qe.refmetrics.mrbertscore:MRBERTScore", "BERTScore of the output against its MR written out "
                                                               "as text (no references); precision / recall / f1"))
 
@@ -159,7 +160,8 @@ def describe(prefix: str | None = None) -> str:
 
 def load(name_or_path: str | Path, **options: Any):
     """Return a scorer for an export directory, a registered scorer name, a named model of the zoo built into
-    ``$QE_MODELS`` (:mod:`qe.zoo`; a zoo name that is not built raises KeyError with its build command), or a model
+    ``$QE_MODELS`` (:mod:`qe.zoo`; a zoo name that is not built raises :class:`qe.errors.ModelNotBuiltError`, a
+    KeyError, with its build command), or a model
     archive (``qe zoo pack``): a local ``.qe.tar.gz`` file or a URL, ``file://``, ``http(s)://`` and any protocol of
     the user's fsspec back-ends (``s3://``, ``gs://``; ``hf://`` through huggingface_hub). An archive is downloaded
     into the zoo cache keyed by its sha256 and verified before use (:mod:`qe.zoo.archive`); ``sha256="<hex>"`` (or a
@@ -194,7 +196,9 @@ def load(name_or_path: str | Path, **options: Any):
         if (built / MANIFEST).is_file():
             return load(built, **options)
         if key in zoo.NAMES:
-            raise KeyError(zoo.not_built_message(key))
+            from qe.errors import ModelNotBuiltError
+
+            raise ModelNotBuiltError(zoo.not_built_message(key))
     raise KeyError(
         f"{name_or_path!r} is neither an export directory nor a registered scorer nor a named model of the zoo "
         f"(`qe list`). Registered scorers: {', '.join(available_scorers())}"

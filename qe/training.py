@@ -340,6 +340,13 @@ def build_trainer(cfg: DictConfig, extra_callbacks: list[pl.Callback] | None = N
         callbacks.append(EpochLog())
     if not any(isinstance(c, pl.callbacks.ModelCheckpoint) for c in callbacks):
         overrides.setdefault("enable_checkpointing", False)
+    from qe.core.runtime import verbose
+
+    if (not verbose() and overrides.get("enable_model_summary", tcfg.get("enable_model_summary", True)) is not False
+            and not any(isinstance(c, pl.callbacks.ModelSummary) for c in callbacks)):
+        # Lightning's default summary where rich is installed prints its table on the console itself; the plain one
+        # is an INFO line, which goes to <run dir>/train.log (qe.app.quiet_train_console; -v shows it)
+        callbacks.append(pl.callbacks.ModelSummary())
     return hydra.utils.instantiate(tcfg, callbacks=callbacks, logger=loggers or False, **overrides)
 
 

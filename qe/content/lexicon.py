@@ -51,11 +51,30 @@ _DROP = frozenset({"-", "–", "—", "‐", "'", '"', "`", "``", "''"})
 _BOUNDARY = frozenset({".", "!", "?", ";", ",", ":", "(", ")", "but", "while", "although", "however"})
 
 
+def _sklearn_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list, read from its own module file without importing scikit-learn (whose
+    import costs more than a second: the content check of a few outputs would spend most of its time there)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")  # finds the package without running it
+    path = None if spec is None or not spec.submodule_search_locations else \
+        Path(next(iter(spec.submodule_search_locations))) / "feature_extraction" / "_stop_words.py"
+    if path is not None and path.is_file():
+        mod_spec = importlib.util.spec_from_file_location("qe._sklearn_stop_words", path)
+        if mod_spec is not None and mod_spec.loader is not None:
+            mod = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(mod)
+            words = getattr(mod, "ENGLISH_STOP_WORDS", None)
+            if words:
+                return frozenset(words)
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # another layout: the ordinary import
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS) - NEGATIONS - {"cheap", "fire", "eleven", "five", "three", "one", "two", "four",
+    return _sklearn_stop_words() - NEGATIONS - {"cheap", "fire", "eleven", "five", "three", "one", "two", "four",
                                                          "six", "seven", "eight", "nine", "ten", "twenty", "thirty",
                                                          "fifty", "hundred", "first", "third", "top", "bottom", "front",
                                                          "back", "side", "full", "empty", "well", "only", "all", "many"}
@@ -107,9 +126,29 @@ class SlotLexicon:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SlotLexicon":
+    def from_dict(cls, d: dict[str, Any], where: str = "<lexicon>", slot: str | None = None) -> "SlotLexicon":
+        """A slot's entry of a lexicon JSON; a malformed one raises ValueError naming ``where`` (the file), the slot
+        and the field."""
+        at = f"{where}: slot {slot!r}" if slot is not None else where
+        if not isinstance(d, dict):
+            raise ValueError(f"{at}: a slot entry must be a JSON object with 'kind' (binary, category or entity), "
+                             f"not {type(d).__name__}")
+        if not isinstance(d.get("kind"), str) or not d["kind"]:
+            raise ValueError(f"{at}: field 'kind' is {'missing' if 'kind' not in d else 'not a name'}; give binary, "
+                             "category or entity")
+        for key, typ, what in (("values", dict, "an object"), ("patterns", dict, "an object"),
+                               ("triggers", list, "a list")):
+            if key in d and not isinstance(d[key], typ):
+                raise ValueError(f"{at}: field {key!r} must be {what}, not {type(d[key]).__name__}")
+        bad = next((k for k, v in d.get("patterns", {}).items() if not isinstance(v, dict)), None)
+        if bad is not None:
+            raise ValueError(f"{at}: field 'patterns', pattern {bad!r}: must map values to counts (an object)")
+        try:
+            examples = int(d.get("examples", 0))
+        except (TypeError, ValueError):
+            raise ValueError(f"{at}: field 'examples' must be a whole number, not {d['examples']!r}") from None
         return cls(d["kind"], dict(d.get("values", {})), {k: dict(v) for k, v in d.get("patterns", {}).items()},
-                   list(d.get("triggers", [])), int(d.get("examples", 0)), d.get("name") or None)
+                   list(d.get("triggers", [])), examples, d.get("name") or None)
 
 
 @dataclass
@@ -149,7 +188,7 @@ class Lexicon:
         if not isinstance(props, dict) or not all(isinstance(v, list) for v in props.values()) \
                 or not isinstance(common, list):
             raise ValueError(f"{where}: 'properties' must map property names to word lists and 'common' be a list")
-        return cls({k: SlotLexicon.from_dict(v) for k, v in d["slots"].items()}, d.get("source", str(where)),
+        return cls({k: SlotLexicon.from_dict(v, where, k) for k, v in d["slots"].items()}, d.get("source", str(where)),
                    d.get("settings", {}), {str(k): [str(w) for w in v] for k, v in props.items()},
                    [str(w) for w in common])
 
@@ -162,7 +201,10 @@ class Lexicon:
     def load(cls, path: str | Path) -> "Lexicon":
         p = Path(path)
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
+            data = json.loads(p.read_text(encoding="utf-8-sig"))  # a byte-order mark is dropped
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"lexicon {p}: not UTF-8 JSON (byte 0x{exc.object[exc.start]:02x} at offset {exc.start} "
+                             "is not UTF-8); save it as UTF-8") from None
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"lexicon {p}: cannot read it ({exc})") from None
         return cls.from_dict(data, str(p))
@@ -225,7 +267,8 @@ def _lift(p_given: float, p_base: float) -> float:
 
 
 def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 5,
-         min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>") -> Lexicon:
+         min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>",
+         mr_format: str = "auto") -> Lexicon:
     """Mine a :class:`Lexicon` from ``(mr, text)`` pairs whose MR lists what the text realises.
 
     An n-gram ``g`` (1 to ``max_n`` tokens, seen in ``min_count`` texts or more, not only function words) is a
@@ -240,7 +283,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     (:func:`slot_kind`) are matched by their values' own surface forms only; their values are replaced by a
     placeholder in every text before counting, so a name never becomes a pattern of a slot it co-occurs with.
 
-    Triples MRs (RDF) are skipped: their entities are matched by their own surface forms."""
+    Triples MRs (RDF) are skipped: their entities are matched by their own surface forms. ``mr_format``: how the MRs
+    are read (:func:`qe.core.mr.parse_acts`; ``auto``: detected per MR)."""
     from qe.core.mr import TRIPLE_ACT, parse_acts
 
     stop = _stopwords()
@@ -250,7 +294,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     written: dict[str, dict[str, str]] = defaultdict(dict)
     slot_names: dict[str, str] = {}
     for k, (mr, text) in enumerate(pairs):
-        acts = parse_acts(mr, where=f"{where}[{k}]")
+        acts = parse_acts(mr, mr_format, where=f"{where}[{k}]")
         if all(a == TRIPLE_ACT for a, _ in acts):
             continue
         toks = norm_tokens(text)
@@ -488,7 +532,7 @@ def mine_triples(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min
                  min_property_share: float = _D["min_property_share"],
                  min_common_share: float = _D["min_common_share"],
                  common_lift: float | None = _D["common_lift"], property_lift: float | None = _D["property_lift"],
-                 where: str = "<pairs>") -> Lexicon:
+                 where: str = "<pairs>", mr_format: str = "auto") -> Lexicon:
     """How texts state RDF triples, mined from ``(mr, text)`` pairs whose text realises every triple of its MR (the
     WebNLG training references): a :class:`Lexicon` with no slots and, per property, the words texts use beyond the
     names of their entities (``born`` for ``birthPlace``), plus the words common to texts about any triples.
@@ -511,7 +555,7 @@ def mine_triples(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min
     not hold counted too; with them 6.0 % of clean references get a false alarm (4.7 % without), 99.9 % of the added
     sentences, 96.9 % of the replaced objects and 70.3 % of the relations (34.0 %) are found. On WebNLG no word is
     common by that rule: each text's words are explained by its own properties alone."""
-    return triple_words_lexicon(count_triple_words(pairs, where), source=source, min_count=min_count,
+    return triple_words_lexicon(count_triple_words(pairs, where, mr_format), source=source, min_count=min_count,
                                 min_property_share=min_property_share, min_common_share=min_common_share,
                                 common_lift=common_lift, property_lift=property_lift)
 
@@ -530,7 +574,8 @@ class TripleWordCounts:
     word_texts: dict[str, list[int]] = field(default_factory=dict)
 
 
-def count_triple_words(pairs: Iterable[tuple[str, str]], where: str = "<pairs>") -> TripleWordCounts:
+def count_triple_words(pairs: Iterable[tuple[str, str]], where: str = "<pairs>",
+                       mr_format: str = "auto") -> TripleWordCounts:
     from qe.core.mr import TRIPLE_ACT, parse_acts
 
     per_prop: dict[str, Counter] = defaultdict(Counter)
@@ -540,7 +585,7 @@ def count_triple_words(pairs: Iterable[tuple[str, str]], where: str = "<pairs>")
     word_texts: dict[str, list[int]] = defaultdict(list)
     n = 0
     for k, (mr, text) in enumerate(pairs):
-        acts = parse_acts(mr, where=f"{where}[{k}]")
+        acts = parse_acts(mr, mr_format, where=f"{where}[{k}]")
         triples = [dict(slots) for act, slots in acts if act == TRIPLE_ACT]
         if not triples:
             raise ValueError(f"{where}[{k}]: field 'mr' holds no RDF triples (mine_triples reads triple MRs only)")

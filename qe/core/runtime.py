@@ -7,6 +7,8 @@ supplies the lengths and a function that scores a list of input indices.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from typing import Any, Callable, Iterator, Sequence
 
@@ -68,15 +70,35 @@ def length_sorted_batches(lengths: Sequence[int], max_tokens: int, max_batch: in
     return [[order[j] for j in b] for b in token_budget_batches(sorted_lengths, max_tokens, max_batch)]
 
 
+#: ``QE_VERBOSE=1`` (``qe train -v`` sets it): the console of a ``qe train`` run shows every library's INFO lines
+#: (Lightning's banners, its model summary table), as the run's ``train.log`` does (:func:`qe.app.quiet_train_console`)
+VERBOSE_ENV = "QE_VERBOSE"
+
+
+def verbose() -> bool:
+    """Whether ``$QE_VERBOSE`` asks for every library's INFO lines on the console."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def stderr_is_terminal() -> bool:
+    """Standard error is a terminal: a progress bar redraws there; in a log file or a pipe it leaves fragments and
+    escape codes (``qe score``, ``qe evaluate`` and :class:`Progress` draw bars only then)."""
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 class Progress:
-    """A tqdm bar when ``enabled``; otherwise (and also with the bar) a log line at most every ``every`` seconds,
-    so a run with the bar off still says which scorer is working and how far it got."""
+    """A tqdm bar when ``enabled`` and standard error is a terminal (:func:`stderr_is_terminal`); otherwise (and
+    also with the bar) a log line at most every ``every`` seconds, so a run with the bar off still says which
+    scorer is working and how far it got."""
 
     def __init__(self, total: int, desc: str, enabled: bool = True, unit: str = "item", every: float = 30.0):
         self.total, self.desc, self.every, self.done = int(total), desc, float(every), 0
         self._t0 = self._last = time.monotonic()
         self._bar = None
-        if enabled:
+        if enabled and stderr_is_terminal():
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=desc, unit=unit, leave=False)

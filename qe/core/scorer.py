@@ -33,6 +33,12 @@ class Scorer(abc.ABC):
     #: the same for the scorer's own corpus-level score where it differs (the ``coverage`` scorer's corpus score is
     #: the pooled slot error rate: lower is better); None: as ``higher_is_better``
     corpus_higher_is_better: bool | None = None
+    #: the short name of the corpus-level score where it is not the scorer's own metric computed over the corpus
+    #: (``"SER"`` for the coverage scorer's pooled slot error rate); None: the scorer's :attr:`name` (corpus BLEU-4)
+    corpus_name: str | None = None
+    #: its long name (``"slot error rate"``); None: ``corpus-level <corpus name>``. ``qe score --system-level`` /
+    #: ``-b`` / ``qe compare`` name every system figure with these and its direction
+    corpus_long_name: str | None = None
     #: True when an output's score depends on the other outputs scored with it (CIDEr-D's document frequencies,
     #: NIST's information weights): the CLI then scores the whole input in one call instead of in chunks
     corpus_dependent: bool = False

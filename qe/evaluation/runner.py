@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 from qe.core.config import to_dict
 from qe.core.jsonio import dumps
 from qe.core.rundir import check_writable_dir
+from qe.core.runtime import stderr_is_terminal
 from qe.evaluation.analysis import Settings, analyse, build_eval_data, check_system_names
 from qe.evaluation.content import content_errors, content_settings, make_matcher
 from qe.evaluation.evaldata import check_rating_range, rating_scale
@@ -226,7 +227,7 @@ def run_evaluation(cfg, entry: str = "python evaluate.py") -> dict[str, Any]:
         rating_range=list(ds.rating_range) if ds.get("rating_range") else None, stats=stats,
         plots=bool(cfg.plots.enabled) if "plots" in cfg else True, dpi=int(cfg.plots.get("dpi", 72)) if "plots" in cfg else 72,
         dataset_name=str(label), resume=bool(cfg.get("resume", True)), batch_size=cfg.get("batch_size"),
-        device=cfg.get("device"), progress=bool(cfg.get("progress", True)), command=command,
+        device=cfg.get("device"), progress=bool(cfg.get("progress", True)) and stderr_is_terminal(), command=command,
         title=cfg.get("title"), metric_files=to_dict(cfg.get("metric_files")) or None, source=str(ds.name),
         content=to_dict(cfg.get("content")) if cfg.get("content") is not None else None,
         data_dir=str(data_dir) if data_dir else None)

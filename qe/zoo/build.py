@@ -147,6 +147,25 @@ def _record_path(models: Path, name: str) -> Path:
     return models / ".zoo" / f"{name}.json"
 
 
+def check_writable(models: Path) -> None:
+    """Before a build starts: a file can be written in the models folder (created if needed). A read-only
+    ``$QE_MODELS`` (or a path through a file) ends in one :class:`ZooError` line naming the folder, not in an
+    OSError traceback halfway through the build."""
+    try:
+        models.mkdir(parents=True, exist_ok=True)
+        probe = models / f".qe-write-check-{os.getpid()}"
+        with open(probe, "w", encoding="utf-8"):
+            pass
+        probe.unlink()
+    except OSError as exc:
+        if isinstance(exc, (NotADirectoryError, FileExistsError)) or (models.exists() and not models.is_dir()):
+            reason = "a part of that path is a file, not a folder"
+        else:
+            reason = exc.strerror or type(exc).__name__
+        raise ZooError(f"the models folder {models} is not writable ({reason}); set ${_names.ENV_VAR} (or qe zoo "
+                       f"--models-dir) to a folder you can write") from None
+
+
 def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False, extra: tuple[str, ...] = (),
           install: bool = True, force: bool = False, keep_build: bool = False, quiet: bool = False,
           seed: int | None = None) -> str | None:
@@ -166,6 +185,7 @@ def build(name: str, models_dir: str | Path | None = None, *, gpu: bool = False,
         if not quiet:
             print(f"{name}: already built at {final} (checksum {digest}; --force rebuilds)")
         return digest
+    check_writable(models)
     for dep in recipe.needs:
         if not (models / dep / MANIFEST).is_file():
             build(dep, models, gpu=gpu, keep_build=keep_build, quiet=quiet)

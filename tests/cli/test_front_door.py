@@ -109,7 +109,8 @@ def test_system_level_table_is_readable(files, capsys):
     assert main(["score", "-m", "bleu", "-r", str(files / "ref.txt"), "-i", str(files / "a.txt"),
                  "-i", str(files / "b.txt"), "--system-level", "-q"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^system\s+n\s+undefined\s+mean\s+corpus\s+bootstrap mean ± 95% CI", out, re.M)
+    # the headers name each figure's statistic and direction (issue 49)
+    assert re.search(r"^system\s+n\s+undefined\s+mean BLEU-4 ↑\s+corpus BLEU-4 ↑\s+bootstrap mean ± 95% CI", out, re.M)
     assert re.search(r"^a\s+60\s+0\s+0\.\d{4}\s+0\.\d{4}\s+0\.\d{4} ± 0\.\d{4} \(of the corpus\)", out, re.M)
     assert "signature: BLEU-4|" in out
 

@@ -248,7 +248,7 @@ def test_every_metric_given_is_scored(tmp_path, capsys):
     # one column per metric in the system-level table, text and JSON
     assert main(["score", "-m", "bleu", "-m", "chrf", "-i", str(hyp), "-r", str(ref), "--system-level", "-q"]) == 0
     text = capsys.readouterr().out
-    assert re.search(r"^system\s+n\s+bleu\s+chrf\s*$", text, re.M), text
+    assert re.search(r"^system\s+n\s+bleu \(corpus BLEU-4 ↑\)\s+chrf \(corpus chrF ↑\)\s*$", text, re.M), text
     assert text.count("signature: ") == 2
     assert main(["score", "-m", "bleu", "-m", "chrf", "-i", str(hyp), "-r", str(ref), "--system-level", "--json",
                  "-q"]) == 0
@@ -319,8 +319,8 @@ def test_one_bar_per_job_and_none_off_a_terminal(tmp_path, capsys, monkeypatch):
     inp = tmp_path / "in.txt"
     inp.write_text("".join(f"w{i} x\n" for i in range(5)))
     out = tmp_path / "o.jsonl"
-    # stderr is not a terminal (a log file, a pipe): no bar, no escape codes; the progress line once at the end
-    assert main(["score", "-m", "length", "-i", str(inp), "-o", str(out), "--chunk-size", "1"]) == 0
+    # stderr is not a terminal (a log file, a pipe): no bar, no escape codes; the progress line (-v) once at the end
+    assert main(["score", "-m", "length", "-i", str(inp), "-o", str(out), "--chunk-size", "1", "-v"]) == 0
     err = capsys.readouterr().err
     assert "\r" not in err and "%|" not in err and "\x1b[" not in err, err
     assert err.count("records written") == 1, err

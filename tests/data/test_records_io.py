@@ -96,7 +96,7 @@ def test_cli_refuses_the_swallowing_csv_in_one_line(tmp_path, capsys):
 
 def test_cli_says_how_many_records_it_read(tmp_path, capsys):
     p = _csv(tmp_path, "\ufeffid,output\n" + "".join(f"r{i},out {i}\n" for i in range(5)))
-    assert main(["score", "-m", "length", "-i", str(p), "-o", str(tmp_path / "o.jsonl")]) == 0
+    assert main(["score", "-m", "length", "-i", str(p), "-o", str(tmp_path / "o.jsonl"), "-v"]) == 0
     assert f"5 records read from {p}" in capsys.readouterr().err
     rows = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [f"r{i}" for i in range(5)]

@@ -128,7 +128,8 @@ def test_sigterm_message_is_the_command_that_resumes(tmp_path, monkeypatch, caps
 def test_train_console_is_quiet_when_not_a_terminal(tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1", QE_ROOT_DIR=str(tmp_path))
     env.pop("FORCE_COLOR", None)
-    args = [*TINY, "trainer.max_epochs=1", "logger=csv", f"hydra.run.dir={tmp_path}/run"]  # the progress bar: default
+    # -v: Lightning's INFO lines on the console too (without it they go to train.log: tests/training/test_quiet_train.py)
+    args = ["-v", *TINY, "trainer.max_epochs=1", "logger=csv", f"hydra.run.dir={tmp_path}/run"]  # the bar: default
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     with open(out, "w") as fo, open(err, "w") as fe:
         r = subprocess.run([sys.executable, "-m", "qe", "train", *args], cwd=tmp_path, env=env, stdout=fo, stderr=fe,
