@@ -300,7 +300,7 @@ def gold_counts(orig_mr: str, gold_mr: str, al) -> tuple[dict[str, Counter], boo
     Per slot: ``omit_tp/fp/fn`` (a fact of ``orig_mr`` the engine says omitted or wrong, against the facts
     ``gold_mr`` does not hold) and ``add_tp/fp/fn`` (the (slot, value) pairs the engine reads that ``orig_mr`` does
     not hold, against those ``gold_mr`` holds and ``orig_mr`` does not); and whether the MR the engine reads is
-    exactly ``gold_mr`` (docs/results/content.md)."""
+    exactly ``gold_mr`` (docs/results/content-log.md)."""
     orig, gold = fact_set(orig_mr), fact_set(gold_mr)
     pred_omit = {(norm_slot(v.slot), norm_value(v.value)) for v in al.verdicts if v.status in ("omitted", "wrong")}
     realised = {(norm_slot(s), norm_value(v)) for s, vals in al.realised_mr().items() for v in vals}

@@ -24,12 +24,16 @@ set without any rating: a wrong value is as bad as a missing one plus a false st
 not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per system and, as its
 corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
 
-``lexicon``: ``none`` (default; values are found by their own surface forms, binary slots by the words of their
-name), ``e2e`` (mined from the cleaned E2E development references in the data directory: the MR each reference
-realises; a few seconds, kept for the process), ``sf`` (mined from the SF Hotel / Restaurant training references),
-``webnlg`` (RDF triples: the words the WebNLG 2020 training references use for each property; with it the matcher
-also lists, as hallucinated, the stretches of an output's words that no triple explains; about 15 seconds) or the
-path of a lexicon JSON file (:mod:`qe.content.lexicon`). The signature names the lexicon by checksum.
+``lexicon``: ``auto`` (default: per MR, by its format - E2E attribute lists use ``e2e``, dialogue acts ``sf``, RDF
+triples ``webnlg``, anything else the rules; a lexicon whose data are not in the data directory is replaced by the
+rules with one warning naming ``qe data download <dataset>``, and the signature says so: ``auto[e2e:rules-no-data]``),
+``none`` (the rules: values are found by their own surface forms, binary slots by the words of their name), ``e2e``
+(mined from the cleaned E2E development references in the data directory: the MR each reference realises), ``sf``
+(mined from the SF Hotel / Restaurant training references), ``webnlg`` (RDF triples: the words the WebNLG 2020
+training references use for each property; with it the matcher also lists, as hallucinated, the stretches of an
+output's words that no triple explains) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`; ``qe content
+mine`` writes one from your own (MR, text) pairs). A dataset's lexicon is mined once (8-20 s) and then read from the
+cache (:mod:`qe.content.cache`). The signature names each lexicon used by checksum.
 ``mr_format`` (default ``auto``): how MRs are read (``da``, ``e2e``, ``json``, ``triples``; :func:`qe.core.mr.parse_acts`),
 for MRs whose format detection gets wrong (an E2E value holding ``|``).
 
@@ -62,9 +66,25 @@ DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fi
                               "texts use for each property, qe.content.lexicon.mine_triples)"}
 
 
+#: what ``lexicon=auto`` (the default) uses for each MR format (:func:`qe.core.mr.detect`): E2E attribute lists the
+#: E2E lexicon, dialogue acts the SF Hotel / Restaurant one, RDF triples the WebNLG one; other formats (JSON maps)
+#: the rules
+AUTO_LEXICONS = {"e2e": "e2e", "da": "sf", "triples": "webnlg"}
+
+
 @lru_cache(maxsize=4)
 def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
-    """Mine the lexicon of a known dataset (:data:`DATASET_LEXICONS`) from the data directory."""
+    """The lexicon of a known dataset (:data:`DATASET_LEXICONS`), mined from the data directory on first use and
+    read back from the cache afterwards (:mod:`qe.content.cache`)."""
+    if name not in DATASET_LEXICONS:
+        raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
+    from qe.content.cache import cached
+
+    return cached(name, data_dir, lambda: mine_dataset_lexicon(name, data_dir))
+
+
+def mine_dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
+    """Mine the lexicon of a known dataset (:data:`DATASET_LEXICONS`) from the data directory (no cache)."""
     if name == "e2e":
         from qe.data.e2e import e2e_slot_gold
 
@@ -91,11 +111,16 @@ def triple_pairs(entries) -> list[tuple[str, str]]:
 
 
 def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) -> Lexicon | None:
+    """A lexicon option as a :class:`Lexicon` (None: the rules alone). ``auto`` is the scorer's per-MR choice
+    (:class:`AutoMatcher`), not a lexicon."""
     if lexicon is None or isinstance(lexicon, Lexicon):
         return lexicon
     text = str(lexicon)
     if text.lower() in ("none", "rules", ""):
         return None
+    if text.lower() == "auto":
+        raise ValueError("lexicon='auto' picks a lexicon per MR: use CoverageScorer(lexicon='auto'), or name one of "
+                         f"none, {', '.join(DATASET_LEXICONS)} or a lexicon JSON file here")
     if text in DATASET_LEXICONS:
         return dataset_lexicon(text, data_dir)
     from pathlib import Path
@@ -106,13 +131,74 @@ def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) 
     return Lexicon.load(text)
 
 
+class AutoMatcher:
+    """``lexicon=auto``: one :class:`~qe.content.align.Matcher` per MR format, each with the lexicon of
+    :data:`AUTO_LEXICONS`, made when an MR of that format is first met. A lexicon whose data are not in the data
+    directory is replaced by the rules, with one warning that names ``qe data download <dataset>``; the signature says
+    so (:meth:`used`)."""
+
+    name = "matcher"
+
+    def __init__(self, data_dir: str | None = None, mr_format: str = "auto"):
+        from qe.core.mr import MR_FORMATS
+
+        if mr_format not in MR_FORMATS:
+            raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
+        self.data_dir, self.mr_format = data_dir, mr_format
+        self._by_format: dict[str | None, Matcher] = {}
+        self._used: dict[str, str] = {}  # lexicon name -> its checksum, or "absent"
+
+    def matcher_for(self, mr: str) -> Matcher:
+        from qe.core.mr import detect
+
+        fmt = self.mr_format if self.mr_format != "auto" else detect(mr)
+        got = self._by_format.get(fmt)
+        if got is None:
+            got = self._by_format[fmt] = Matcher(self._lexicon(AUTO_LEXICONS.get(fmt or "")), mr_format=self.mr_format)
+        return got
+
+    def _lexicon(self, name: str | None) -> Lexicon | None:
+        if name is None:
+            return None
+        from qe.content import cache
+
+        absent = cache.missing(name, self.data_dir)
+        if absent:
+            if name not in self._used:
+                import logging
+
+                logging.getLogger("qe").warning(
+                    "coverage: lexicon=auto: the %s lexicon is mined from %s, not in the data directory; scoring with "
+                    "the rules (weaker: wrong values and invented facts go unseen). Get it with `qe data download "
+                    "%s` (or set QE_DATA_DIR), or pass --opt lexicon=none to silence this", name,
+                    ", ".join(str(p) for p in absent), cache.DATASETS[name])
+            self._used[name] = "absent"
+            return None
+        lex = dataset_lexicon(name, self.data_dir)
+        self._used[name] = lex.checksum
+        return lex
+
+    def used(self) -> str:
+        """The lexicons used so far, for the signature: ``auto`` before any MR, then ``auto[e2e:<checksum>]``, with
+        ``rules`` for a lexicon whose data were absent (``auto[e2e:rules-no-data]``)."""
+        if not self._used:
+            return "auto"
+        parts = [f"{k}:{'rules-no-data' if v == 'absent' else v}" for k, v in sorted(self._used.items())]
+        return f"auto[{','.join(parts)}]"
+
+    def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
+        return self.matcher_for(mr).align(mr, output, where=where)
+
+    facts = staticmethod(Matcher.facts)
+
+
 class CoverageScorer(Scorer):
     name = "coverage"
     requires_mrs = True
     higher_is_better = True
     main_component = "coverage"
 
-    def __init__(self, lexicon: str | Lexicon | None = None, wrong_penalty: float = 1.0,
+    def __init__(self, lexicon: str | Lexicon | None = "auto", wrong_penalty: float = 1.0,
                  hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None,
                  aligner: str | None = None, aligner_mode: str = "combined", aligner_threshold: float | None = None,
                  aligner_additions: bool | None = None, device: str | None = None, batch_size: int = 64,
@@ -121,8 +207,12 @@ class CoverageScorer(Scorer):
                      ("repeat_penalty", repeat_penalty)):
             if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
                 raise ValueError(f"coverage: {k}={v!r} must be a number >= 0")
+        if isinstance(lexicon, str) and lexicon.strip().lower() == "auto" and aligner not in (None, "", "none"):
+            lexicon = _aligner_lexicon(aligner)  # the lexicon the aligner was trained with (its thresholds' matcher)
         self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
-        self.matcher = Matcher(resolve_lexicon(lexicon, data_dir), mr_format=mr_format)
+        self.auto = isinstance(lexicon, str) and lexicon.strip().lower() == "auto"
+        self.matcher: Any = (AutoMatcher(data_dir, mr_format) if self.auto
+                             else Matcher(resolve_lexicon(lexicon, data_dir), mr_format=mr_format))
         self.engine: Any = self.matcher
         if aligner in (None, "", "none"):
             given = [k for k, v, unset in (("aligner_mode", aligner_mode, "combined"),
@@ -147,10 +237,12 @@ class CoverageScorer(Scorer):
         self._last: tuple | None = None
 
     def signature_fields(self) -> dict[str, Any]:
-        lex = self.matcher.lexicon
-        out = {"engine": self.engine.name,
-               "lexicon": "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}",
-               "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
+        if self.auto:
+            lexicon = self.matcher.used()
+        else:
+            lex = self.matcher.lexicon
+            lexicon = "none" if lex.source == "rules" else f"{self.lexicon_name}:{lex.checksum}"
+        out = {"engine": self.engine.name, "lexicon": lexicon, "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
         if self.matcher.mr_format != "auto":
             out["mr"] = self.matcher.mr_format
         if self.engine is not self.matcher:
@@ -214,6 +306,8 @@ class CoverageScorer(Scorer):
     #: what ``qe score --system-level`` shows as the corpus column
     corpus_note = "the slot error rate pooled over the system's outputs (errors / facts; lower is better)"
     corpus_higher_is_better = False
+    corpus_name = "SER"
+    corpus_long_name = "slot error rate"
 
     def system_statistic(self, outputs, mrs):
         """The pooled slot error rate of a set of outputs as a :class:`qe.significance.SetStatistic` (per output:
@@ -234,6 +328,19 @@ class CoverageScorer(Scorer):
     def slot_error_rate(self, outputs, mrs) -> float:
         """The pooled slot error rate: sum of errors over sum of checkable facts (NaN when there are none)."""
         return self.system_statistic(outputs, mrs).score()
+
+
+def _aligner_lexicon(aligner: str) -> str | None:
+    """``lexicon=auto`` with an aligner: the lexicon its export was trained with (:func:`trained_lexicon`), else the
+    rules - an aligner's thresholds were calibrated with that matcher."""
+    from qe.core.export import read_manifest
+    from qe.errors import QEError
+    from qe.kinds import export_dir_of
+
+    try:
+        return trained_lexicon(read_manifest(export_dir_of(aligner)))
+    except (OSError, ValueError, KeyError, QEError):
+        return None  # Aligner.load names the problem with the export below
 
 
 def trained_lexicon(manifest: dict[str, Any]) -> str | None:
@@ -270,5 +377,5 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
                                 "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
-__all__ = ["CoverageScorer", "DATASET_LEXICONS", "dataset_lexicon", "triple_pairs", "resolve_lexicon",
+__all__ = ["CoverageScorer", "AutoMatcher", "AUTO_LEXICONS", "DATASET_LEXICONS", "dataset_lexicon", "mine_dataset_lexicon", "triple_pairs", "resolve_lexicon",
            "trained_lexicon", "from_export"]

@@ -218,7 +218,8 @@ def test_bad_input_leaves_no_empty_partial_output(tmp_path, capsys):
     (tmp_path / "o.txt").write_text("a\nb\n", encoding="utf-8")
     (tmp_path / "m.txt").write_text("name[A]\n", encoding="utf-8")
     out = tmp_path / "s.jsonl"
-    assert main(["score", "-m", "coverage", "--mrs", str(tmp_path / "m.txt"), "-i", str(tmp_path / "o.txt"),
+    assert main(["score", "-m", "coverage", "--opt", "lexicon=none",
+                 "--mrs", str(tmp_path / "m.txt"), "-i", str(tmp_path / "o.txt"),
                  "-o", str(out), "-q"]) == 2
     assert "line-aligned" in capsys.readouterr().err
     assert not out.exists() and not (tmp_path / "s.jsonl.partial").exists()

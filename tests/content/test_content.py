@@ -63,7 +63,7 @@ def test_triples_objects_subjects_dates_and_hallucinated_numbers():
 
 def test_bad_mr_names_the_record():
     with pytest.raises(Exception, match="record 'r7'"):
-        CoverageScorer().score(["text"], mrs=["name[oops"], ids=["r7"])
+        CoverageScorer(lexicon="none").score(["text"], mrs=["name[oops"], ids=["r7"])
 
 
 # --------------------------------------------------------------------------------------------- mined lexicon
@@ -116,7 +116,7 @@ def test_lexicon_round_trip_and_bad_file(tmp_path):
 
 # ------------------------------------------------------------------------------------------------- the scorer
 def test_coverage_formula_components_and_undefined():
-    s = CoverageScorer()
+    s = CoverageScorer(lexicon="none")
     mrs = ["name[A], food[Thai], area[riverside]", "name[B], food[dontcare]", "food[dontcare]"]
     outs = ["A serves Thai food .", "B .", "Anything ."]
     comps = s.score_components(outs, mrs=mrs)
@@ -129,7 +129,7 @@ def test_coverage_formula_components_and_undefined():
     assert all(math.isnan(comps[k][2]) for k in ("precision", "recall", "f1"))
     assert s.score(outs, mrs=mrs)[:2] == comps["coverage"][:2]
     # a wrong value costs the fact and one penalty
-    s2 = CoverageScorer()
+    s2 = CoverageScorer(lexicon="none")
     assert s2.score(["A is not family friendly ."], mrs=["name[A], familyFriendly[yes]"]) == [0.0]
     assert s2.slot_error_rate(outs[:2], mrs[:2]) == pytest.approx(1 / 4)
     # a wrong value is stated but not right: precision 1/2, recall 1/2; a value the MR does not hold lowers precision
@@ -151,14 +151,16 @@ def test_qe_score_rows_carry_verdicts_and_system_ser(tmp_path, capsys):
     (tmp_path / "mrs.txt").write_text("name[A], food[Thai]\nname[B], food[Thai]\n", encoding="utf-8")
     (tmp_path / "out.txt").write_text("A serves Thai food .\nB is nice .\n", encoding="utf-8")
     out = tmp_path / "s.jsonl"
-    assert main(["score", "-m", "coverage", "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
+    assert main(["score", "-m", "coverage", "--opt", "lexicon=none",
+                 "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
                  "-o", str(out), "-q"]) == 0
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["score"] for r in rows] == [1.0, 0.5]
     assert rows[1]["details"]["verdicts"][1] == {"slot": "food", "value": "Thai", "status": "omitted",
                                                  "engine": "matcher"}
     capsys.readouterr()
-    assert main(["score", "-m", "coverage", "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
+    assert main(["score", "-m", "coverage", "--opt", "lexicon=none",
+                 "-i", str(tmp_path / "out.txt"), "--mrs", str(tmp_path / "mrs.txt"),
                  "--system-level", "--json", "-q"]) == 0
     table = json.loads(capsys.readouterr().out)
     assert table["systems"][0]["corpus"] == pytest.approx(1 / 4)  # pooled SER: 1 error over 4 facts
@@ -184,7 +186,8 @@ def test_qe_compare_tests_slot_error_rates(tmp_path, capsys):
     (tmp_path / "mrs.txt").write_text("name[A], food[Thai], area[riverside]\n" * 6, encoding="utf-8")
     (tmp_path / "base.txt").write_text("A serves Thai food by the riverside .\n" * 6, encoding="utf-8")
     (tmp_path / "sys.txt").write_text("A is nice .\n" * 6, encoding="utf-8")
-    assert main(["compare", "-m", "coverage", "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
+    assert main(["compare", "-m", "coverage", "--opt", "lexicon=none",
+                 "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
                  str(tmp_path / "sys.txt"), "--ser", "--json", "-q"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["statistic"] == "ser" and res["higher_is_better"] is False
@@ -208,7 +211,7 @@ def test_repeated_is_the_same_words_again_not_a_paraphrase():
 
 
 def test_scores_then_details_of_the_same_outputs_align_once(monkeypatch):
-    s = CoverageScorer()
+    s = CoverageScorer(lexicon="none")
     calls = []
     real = s.matcher.align
     monkeypatch.setattr(s.matcher, "align", lambda *a, **k: calls.append(a) or real(*a, **k))
@@ -306,7 +309,7 @@ def test_whole_numbers_keep_their_trailing_zeros_in_the_hallucination_check():
 
 
 def test_names_are_not_repetitions_without_a_lexicon_and_requests_fall_back_to_slot_words():
-    sc = CoverageScorer()
+    sc = CoverageScorer(lexicon="none")
     mrs = ["name[The Eagle], priceRange[cheap], familyFriendly[yes]"]
     assert sc.score(["The Eagle is cheap. The Eagle is family friendly."], mrs=mrs, progress=False) == [1.0]
     assert sc.score(["The Eagle is cheap. It is cheap and family friendly."], mrs=mrs, progress=False) == [
@@ -339,7 +342,8 @@ def test_ser_comparison_leaves_undefined_resamples_out(tmp_path, capsys):
     other[2] = "C is a pub ."
     for name, lines in (("mrs", mrs), ("base", base), ("other", other)):
         (tmp_path / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = ["compare", "-m", "coverage", "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
+    args = ["compare", "-m", "coverage", "--opt", "lexicon=none",
+            "--mrs", str(tmp_path / "mrs.txt"), str(tmp_path / "base.txt"),
             str(tmp_path / "other.txt"), "--ser", "-q"]
     for seed in ("12345", "1", "2"):
         assert main([*args, "--json", "--seed", seed]) == 0
@@ -348,13 +352,14 @@ def test_ser_comparison_leaves_undefined_resamples_out(tmp_path, capsys):
         assert sys_row["mean"] is not None and sys_row["ci_halfwidth"] is not None
         assert sys_row["p_value"] > 0.05  # one changed item of five is no significant difference
     assert main(args) == 0 and "nan" not in capsys.readouterr().out
-    # only items without a fact: no score, no p-value, no crash
+    # only items without a fact: no rate to compare, one line naming the MR file, exit 2 (as without --ser; issue 49)
     (tmp_path / "m0.txt").write_text("inform(food=dontcare)\ninform(area=none)\n", encoding="utf-8")
     (tmp_path / "o0.txt").write_text("hi\nhello\n", encoding="utf-8")
     (tmp_path / "o1.txt").write_text("hey\nyo\n", encoding="utf-8")
-    assert main(["compare", "-m", "coverage", "--mrs", str(tmp_path / "m0.txt"), str(tmp_path / "o0.txt"),
-                 str(tmp_path / "o1.txt"), "--ser", "-q"]) == 0
-    assert "n/a" in capsys.readouterr().out
+    assert main(["compare", "-m", "coverage", "--opt", "lexicon=none",
+                 "--mrs", str(tmp_path / "m0.txt"), str(tmp_path / "o0.txt"),
+                 str(tmp_path / "o1.txt"), "--ser", "-q"]) == 2
+    assert "no output has a checkable fact" in capsys.readouterr().err
 
 
 def test_multi_metric_system_table_says_the_coverage_column_is_the_slot_error_rate(tmp_path, capsys):
@@ -374,7 +379,7 @@ def test_multi_metric_system_table_says_the_coverage_column_is_the_slot_error_ra
 
 
 def test_coverage_refuses_mismatched_or_string_inputs_and_unknown_lexicon_names():
-    sc = CoverageScorer()
+    sc = CoverageScorer(lexicon="none")
     with pytest.raises(ValueError, match="2 outputs but 1 MRs"):
         sc.details(["a", "b"], mrs=["name[A]"])
     with pytest.raises(ValueError, match="2 outputs but 1 MRs"):
@@ -403,3 +408,14 @@ def test_mr_format_fixes_detection_and_aligner_options_need_an_aligner():
         CoverageScorer(mr_format="xml")
     with pytest.raises(ValueError, match="aligner_threshold without aligner="):
         CoverageScorer(aligner_threshold=0.5)
+
+
+def test_a_slot_without_value_and_an_addition_in_one_output():
+    """A value-less slot (request(area)) read by its name's words beside a hallucinated value: both reported, the
+    addition with the output's words (a regression: the two once shared a variable name and the row crashed)."""
+    m = Matcher(mine(PAIRS, min_count=5))
+    d = m.align("inform(name=Zed,priceRange=cheap)&request(area)", "Zed is cheap and kid friendly . Which area ?")
+    assert [(v.slot, v.status) for v in d.verdicts] == [("name", "realised"), ("priceRange", "realised"),
+                                                        ("area", "realised")]
+    assert [(h["slot"], h["value"]) for h in d.hallucinated] == [("familyFriendly", "yes")]
+    assert all(isinstance(h["said"], str) and h["said"] for h in d.hallucinated)
