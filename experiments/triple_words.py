@@ -110,8 +110,9 @@ def measure(lexicon, sets) -> dict[str, float]:
 
     m = Matcher(lexicon)
 
-    def n_words(mr, text):
-        return sum(h.get("kind") == "words" for h in m.align(mr, text).hallucinated)
+    def n_words(mr, text):  # stretches of unexplained words, and objects read as another one (a wrong verdict)
+        al = m.align(mr, text)
+        return sum(h.get("kind") == "words" for h in al.hallucinated) + sum(v.status == "wrong" for v in al.verdicts)
 
     clean = [n_words(mr, t) for mr, t, _ in sets["clean"]]
     out = {"clean_flagged": float(np.mean([c > 0 for c in clean])), "clean_stretches": float(np.mean(clean))}

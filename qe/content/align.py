@@ -27,11 +27,40 @@ triples' entities nor their properties' usual words explain (``"kind": "words"``
 values stated more often than the MR holds them, in the same words (entity names are not counted: texts name an
 entity again on purpose; a paraphrase of a stated value is not a repetition).
 
-RDF triples: each triple is one fact, ``realised`` when its object entity (the new information) is found
-(verbatim, near-verbatim, or as one of its usual surface forms: :func:`qe.core.surface.entity_variants`) and its
-subject is named somewhere or is the subject of an earlier triple (a pronoun refers to it), else ``omitted``. The first
-triple's subject is taken as named (texts refer to it in too many ways to require it): a text about another entity
-that states the right objects is not caught.
+RDF triples: each triple is one fact, decided in three steps.
+
+1. ``realised``: its object is found (verbatim, near-verbatim, or as one of its usual surface forms:
+   :func:`qe.core.surface.entity_variants`; or written another way that :func:`_same_value` reads as the object:
+   "Juventus FC" for ``Juventus_F.C.``, "LA" for ``Los_Angeles``) and its subject is named somewhere or is the subject
+   of an earlier triple (a pronoun refers to it). The first triple's subject is taken as named (texts refer to it in
+   too many ways to require it): a text about another entity that states the right objects is not caught. An
+   occurrence inside another entity's name does not state the object ("Madrid" in "Adolfo Suárez Madrid-Barajas
+   Airport" for ``location | Madrid``, "Indian" in "Indian Air Force" for ``India``); a year inside a date does.
+2. ``wrong`` by a contradicting property: the object is found, but every mention of it is tied to the other side
+   of a contradiction pair (:data:`CONTRADICTING`: birth and death places, dates, years; ``successor`` and
+   ``predecessor``, ``followedBy`` and ``precededBy``), by that side's cue words nearest to it in its sentence
+   (:data:`_SIDES`: "born", "died", "succeeded by", "preceded by", ...; not across "and" / "but"). "Born in St. Louis"
+   for ``deathPlace | St._Louis`` is one error, charged to the MR's triple of the property the clause states when
+   the MR has one with the same subject (``birthPlace | Dallas`` is then wrong, said "born in st. louis", and the
+   death place is left omitted), else to the triple itself.
+3. ``wrong`` by another object: the subject is named but the object is not found, and the output states, where the
+   object should be, a value the MR does not hold of the object's type: a number for an object with a number (a
+   date's year too), a name (a run of capitalised words holding a word that no entity or property name of the MR
+   explains) for the others, and, with a lexicon of triple words, a lower-case stretch of unexplained words (the
+   hallucination stretches below, not words many properties use). The value is tied to the triple by the
+   property's cue words in the same sentence (up to 6 tokens before it, 4 after): the words of the property's name
+   (:func:`~qe.core.surface.property_words`), its contradiction side's cues, and the words the lexicon mined for it
+   (``Lexicon.properties``) that no other property of the MR has and few of all properties have
+   (:data:`CUE_MAX_PROPERTIES`); failing those, by its type alone: a name right after "in" / "from" / "at" for a place
+   property (:data:`PLACE_PROPERTIES`; only "from" for a nationality or origin: "is from Italy"), a demonym for a
+   nationality ("an Austrian astronomer"), or a value ending with the object's last word ("Sony Records" for
+   ``Philips_Records``). A value nearer another property's cues is that property's; each value answers one triple
+   and each triple takes its nearest value. Otherwise the triple is ``omitted``.
+
+``hallucinated`` (triples): numbers the MR does not hold and, with triple words, the stretches of unexplained words;
+the value a ``wrong`` verdict reads (and its cue words) is that verdict's error, not also a hallucination, so "from
+Italy" for ``nationality | Spain`` is one error. A stretch of unexplained words is one hallucination; a number is one
+more (as before: a clause with a number and words counts two).
 """
 from __future__ import annotations
 
@@ -393,37 +422,202 @@ class Matcher:
     # ------------------------------------------------------------------------------------------ triples
     def _align_triples(self, facts, output: str) -> Alignment:
         tokens = norm_tokens(output)
-        al = Alignment()
-        seen_subjects: list[str] = []
-        mr_numbers: set[str] = set()
-        months: set[tuple[str, str]] = set()  # (an ISO date's month number, its year)
-        for _, prop, so in facts:
-            subj, obj = so.split(" | ", 1)
-            s_txt, o_txt = entity_text(subj), entity_text(obj)
-            # an ISO date's numbers are those of its written forms (day and year), and its month's number where it
-            # is written in one numeric date with the year (texts copy "1982-07-23" or write "10/03/1983"; "March
-            # 1932, flew 3 missions" still counts the 3); a season's second year in full ("2014–15" -> 2015)
-            mr_numbers |= {t for x in (s_txt, o_txt) if not _ISO_DATE.match(x) for t in norm_tokens(x)
-                           if _NUMBER.match(t)}
-            for var in entity_variants(o_txt):
-                mr_numbers |= {t for t in var if _NUMBER.match(t)}
-            mr_numbers |= {m.group(1)[:2] + m.group(2) for x in (s_txt, o_txt) for m in _SEASON.finditer(x)}
-            months |= {(str(int(m.group(2))), m.group(1)) for x in (s_txt, o_txt) for m in [_ISO_DATE.match(x)] if m}
-            o_hit = _entity_hit(tokens, o_txt)
-            s_hit = _entity_hit(tokens, s_txt) or s_txt in seen_subjects or not seen_subjects
-            if s_txt not in seen_subjects:
-                seen_subjects.append(s_txt)
-            status = "realised" if o_hit and s_hit else "omitted"
-            al.verdicts.append(Verdict(prop, f"{subj} | {obj}", status, o_hit or None))
-        # a number written as a word is not counted ("one of the languages", "the two airports")
+        cased = _cased_tokens(output, tokens)
+        triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
+        mr_numbers, months = _triple_numbers(triples)
         trimmed = {_decimal_trim(x) for x in mr_numbers}  # "1.80" in the MR, "1.8" in the text
-        for i, (t, raw) in enumerate(zip(tokens, raw_tokens(output))):
-            if _NUMBER.match(t) and t not in mr_numbers and _decimal_trim(t) not in trimmed \
-                    and _NUMBER.match(raw) and not any((t, y) in months for y in _numeric_date(tokens, i)):
-                al.hallucinated.append({"slot": None, "value": t, "said": raw})
+        # every occurrence of every entity of the MR; one inside another entity's name ("madrid" in "adolfo suárez
+        # madrid-barajas airport", "indian" in "indian air force") does not state it (a year inside a date does)
+        names = list(dict.fromkeys(x for t in triples for x in (t.s_txt, t.o_txt)))
+        occ = {x: _entity_spans(tokens, x) for x in names}
+        literal = {e.o_txt for e in triples if e.obj.startswith('"')} | {e.s_txt for e in triples
+                                                                          if e.subj.startswith('"')}
+        free = {x: [sp for sp in occ[x] if _all_numbers(x) or not _inside_other(sp, x, occ, literal, tokens)]
+                for x in names}
+        taken = [False] * len(tokens)
+        for x in names:
+            for i, j in occ[x]:
+                taken[i:j] = [True] * (j - i)
+        sentence = _sentence_ids(tokens, taken)
+        n = len(triples)
+        status: list[str | None] = [None] * n
+        said: list[str | None] = [None] * n
+        spans: list[list[tuple[int, int]] | None] = [None] * n
+        said_value: list[str | None] = [None] * n
+        seen: list[str] = []
+        s_hit = []
+        for t in triples:  # the subject named (not only inside another name), an earlier triple's, or the first's
+            s_hit.append(bool(free[t.s_txt]) or t.s_txt in seen or not seen)
+            if t.s_txt not in seen:
+                seen.append(t.s_txt)
+        # 1. realised: the object stated outside other names, not only under the cue of a contradicting property
+        sides = _side_cues(tokens)
+        contradicted: dict[int, tuple[tuple[int, int], tuple[int, int]]] = {}
+        for k, t in enumerate(triples):
+            found = free[t.o_txt]
+            if not found or not s_hit[k]:
+                continue
+            if t.key in CONTRADICTING:
+                own, _ = CONTRADICTING[t.key]
+                tied = [(sp, _nearest_side(sides, sp, sentence, tokens, taken)) for sp in found]
+                ok = [sp for sp, cue in tied if cue is None or cue[2] != _OPPOSITE[own]]
+                if not ok:
+                    contradicted[k] = (tied[0][0], tied[0][1][:2])
+                    continue
+                found = ok
+            status[k], said[k], spans[k] = "realised", " ".join(tokens[found[0][0]:found[0][1]]), found
+        # 2. the object tied to a contradicting property ("born in St. Louis" for deathPlace): one clause, one error,
+        # charged to the MR's triple of the property it states when there is one (birthPlace said St. Louis), else to
+        # the triple whose object it names
+        consumed: set[int] = set()
+        for k, (sp, cue) in contradicted.items():
+            t = triples[k]
+            a, b = min(sp[0], cue[0]), max(sp[1], cue[1])
+            other = next((m for m, u in enumerate(triples) if status[m] is None and s_hit[m] and u.s_txt == t.s_txt
+                          and u.key == CONTRADICTING[t.key][1]), None)
+            if other is not None:
+                status[other], said_value[other] = "wrong", t.o_txt
+                said[other], spans[other] = " ".join(tokens[a:b]), [cue, sp]
+            elif status[k] is None:
+                status[k], said[k], spans[k] = "wrong", " ".join(tokens[a:b]), [cue, sp]
+            consumed.update(range(a, b))
+        # 3. another object: a value the MR does not hold, of the object's type, where the object should be
+        foreign_numbers = {i for i, (tok, raw) in enumerate(zip(tokens, raw_tokens(output)))
+                           if _NUMBER.match(tok) and tok not in mr_numbers and _decimal_trim(tok) not in trimmed
+                           and _NUMBER.match(raw) and not any((tok, y) in months for y in _numeric_date(tokens, i))}
+        pending = [k for k in range(n) if status[k] is None and s_hit[k]]
+        if cased:  # a demonym states a nationality or country ("a Canadian", "a Polish national")
+            for k in pending:
+                t = triples[k]
+                hit = _demonym_of(t, tokens, cased, taken, consumed) if t.key in DEMONYM_OBJECTS else None
+                if hit is not None:
+                    status[k], said[k], spans[k] = "realised", tokens[hit], [(hit, hit + 1)]
+                    consumed.add(hit)
+            pending = [k for k in pending if status[k] is None]
+        if pending:
+            self._other_objects(triples, pending, tokens, raw_tokens(output), cased, taken, consumed, foreign_numbers,
+                                sentence, status, said, spans, said_value)
+        al = Alignment()
+        for k, t in enumerate(triples):
+            st = status[k] or "omitted"
+            al.verdicts.append(Verdict(t.prop, f"{t.subj} | {t.obj}", st, said[k] if st != "omitted" else None,
+                                       spans=spans[k] if st != "omitted" else None, said_value=said_value[k]))
+        # what else it says: numbers the MR does not hold (a number written as a word is not counted: "one of the
+        # languages"); the words of a wrong verdict are its error, not also a hallucination
+        for i in sorted(foreign_numbers - consumed):
+            al.hallucinated.append({"slot": None, "value": tokens[i], "said": raw_tokens(output)[i]})
         if self.lexicon.has_triple_words:
-            al.hallucinated.extend(self._unexplained(facts, tokens))
+            al.hallucinated.extend(self._unexplained(facts, tokens, consumed))
         return al
+
+    def _other_objects(self, triples, pending, tokens, raw, cased, taken, consumed, foreign_numbers, sentence,
+                       status, said, spans, said_value) -> None:
+        """Rule 3 of the module docstring: each pending triple (object not found, subject named) takes the nearest
+        value of its object's type that the MR does not hold (a number; a name; with triple words, a stretch of
+        unexplained words) tied to it by its property's cue words (or, for places, by a preposition; for a
+        nationality, a demonym; for a name, its head word), unless another property's cue is nearer."""
+        cue_forms = self._cue_forms(triples)
+        own = WordForms(w for k in dict.fromkeys(t.key for t in triples) for w in self._own_words(triples, k))
+        ents = WordForms(entity_words([x for t in triples for x in (t.subj, t.obj)])
+                         | {w for t in triples for a in _ALIASES.get(t.o_txt, ()) for w in a.split()})
+        cands = []
+        for a, b, kind in _value_candidates(tokens, cased, taken, consumed, foreign_numbers, sentence,
+                                            lambda t: t in ents or t in own):
+            while kind == "name" and b - a > 1 and fold(tokens[a]) in own:  # a title: "President B. M. Reddy"
+                a += 1
+            cands.append((a, b, kind))
+        if self.lexicon.has_triple_words:  # stretches of words no triple explains ("jazz" for genre Blues)
+            df = self._word_df()
+            used = {i for a, b, _ in cands for i in range(a, b)} | consumed
+            # lower-case words only (names are read as names above), not the usual wording of many properties
+            blank = ["" if (i in used or taken[i] or (cased and not cased[i][:1].islower())
+                            or df.get(fold(t), 0) > CUE_MAX_WORDS) else fold(t) for i, t in enumerate(tokens)]
+            for span in unexplained_spans(blank, self._explained(triples)):
+                cands.append((span[0], span[-1] + 1, "words"))
+        cue_pos = {key: _cue_positions(tokens, forms, taken) for key, forms in cue_forms.items()}
+        # the words of birth, death, succession tie a value to those, whether the MR has such a property or not
+        for i, j, side in _side_cues(tokens):
+            cue_pos.setdefault("~" + side, []).append((i, j, 0.0))
+        pairs = []
+        names = list(dict.fromkeys(x for t in triples for x in (t.s_txt, t.o_txt)))
+        for ci, (a, b, kind) in enumerate(cands):
+            same = [k for k in pending if _has_number(triples[k].o_txt) == (kind == "number")
+                    and _same_value(tokens, raw, a, b, taken, triples[k].o_txt, kind, cased)]
+            if same:  # the object written another way ("Juventus FC"): realised
+                pairs += [(-1.0, a, k, ci) for k in same]
+                continue
+            if any(_same_value(tokens, raw, a, b, taken, x, kind, cased) for x in names):
+                continue  # another entity of the MR written another way: no value
+            dist = {}
+            for key, pos in cue_pos.items():
+                d = _cue_distance(pos, a, b, sentence, tokens)
+                if d is not None:
+                    dist[key] = d
+            for k in pending:
+                t = triples[k]
+                if _has_number(t.o_txt) != (kind == "number"):
+                    continue
+                d = dist.get(t.key)
+                if d is None:
+                    d = _fallback(t, tokens, cased, a, b, kind)
+                    if d is None:
+                        continue
+                if kind == "words" and d > WORDS_DISTANCE:
+                    continue  # plain words need their property's words right by them ("performs jazz")
+                its = {t.key, "~" + CONTRADICTING[t.key][0]} if t.key in CONTRADICTING else {t.key}
+                if any(d2 < d for q, d2 in dist.items() if q not in its):
+                    continue  # the value is nearer another property's words: it states that one
+                pairs.append((d, a, k, ci))
+        done_k, done_c = set(), set()
+        for d, a, k, ci in sorted(pairs):
+            if k in done_k or ci in done_c:
+                continue
+            a, b, _ = cands[ci]
+            if any(i in consumed for i in range(a, b)):
+                continue
+            done_k.add(k)
+            done_c.add(ci)
+            consumed.update(range(a, b))
+            status[k], said[k], spans[k] = ("realised" if d < 0 else "wrong"), " ".join(tokens[a:b]), [(a, b)]
+            if d >= 0:
+                said_value[k] = said[k]
+
+    def _own_words(self, triples, key: str) -> set[str]:
+        """A property's own words: those of its name (content words, folded) and, for a property of a contradiction
+        pair, its side's one-word cues (``born`` for the birth properties)."""
+        prop = next(t.prop for t in triples if t.key == key)
+        out = {fold(w) for w in norm_tokens(property_words(prop)) if content_word(fold(w))}
+        if key in CONTRADICTING:
+            out |= {c for c in _SIDES[CONTRADICTING[key][0]] if " " not in c}
+        return out
+
+    def _cue_forms(self, triples) -> dict[str, tuple[WordForms, WordForms, list[tuple[str, ...]]]]:
+        """Per property of the MR: its own words, the words the lexicon mined for it that only it of the MR's
+        properties has and that few properties have at all (:data:`CUE_MAX_PROPERTIES`), and its side's multi-word
+        cues (``succeeded by``)."""
+        keys = list(dict.fromkeys(t.key for t in triples))
+        lex = {k: set(self.lexicon.properties.get(k, ())) for k in keys}
+        df = self._word_df()
+        out = {}
+        for k in keys:
+            others = set().union(*(lex[q] for q in keys if q != k)) if len(keys) > 1 else set()
+            mined = {w for w in lex[k] - others if df.get(w, 0) <= CUE_MAX_PROPERTIES and content_word(w)}
+            multi = [tuple(c.split()) for c in _SIDES[CONTRADICTING[k][0]] if " " in c] if k in CONTRADICTING else []
+            out[k] = (WordForms(self._own_words(triples, k)), WordForms(mined), multi)
+        return out
+
+    def _word_df(self) -> Counter:
+        df = getattr(self, "_df", None)
+        if df is None:
+            df = self._df = Counter(w for ws in self.lexicon.properties.values() for w in set(ws))
+        return df
+
+    def _explained(self, triples):
+        if self._common_forms is None:
+            self._common_forms = WordForms(self.lexicon.common)
+        ents = WordForms(entity_words([x for t in triples for x in (t.subj, t.obj)]))
+        props = [self._property_forms(p) for p in dict.fromkeys(t.prop for t in triples)]
+        return lambda t: t in ents or t in self._common_forms or any(t in f for f in props)
 
     def _property_forms(self, prop: str) -> WordForms:
         key = norm_slot(prop)
@@ -433,25 +627,440 @@ class Matcher:
             got = self._prop_forms[key] = WordForms(words)
         return got
 
-    def _unexplained(self, facts, tokens: list[str]) -> list[dict[str, Any]]:
+    def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset()) -> list[dict[str, Any]]:
         """Stretches of the output's words that no triple explains (a lexicon with triple words only,
         :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
         the words texts use for their properties, or of the words common to all such texts. One hallucinated value
-        per stretch (:func:`~qe.content.lexicon.unexplained_spans`)."""
-        if self._common_forms is None:
-            self._common_forms = WordForms(self.lexicon.common)
-        ents = WordForms(entity_words([x for _, _, so in facts for x in so.split(" | ", 1)]))
-        props = [self._property_forms(p) for p in dict.fromkeys(p for _, p, _ in facts)]
-        folded = [fold(t) for t in tokens]
-
-        def explained(t: str) -> bool:
-            return t in ents or t in self._common_forms or any(t in f for f in props)
-
+        per stretch (:func:`~qe.content.lexicon.unexplained_spans`). ``skip``: positions already accounted for (the
+        words of wrong verdicts)."""
+        triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
+        explained = self._explained(triples)
+        folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
         out = []
         for span in unexplained_spans(folded, explained):
             text = " ".join(tokens[span[0]:span[-1] + 1])
             out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"})
         return out
+
+
+import difflib  # noqa: E402  (the triples' helpers below)
+
+from qe.content.lexicon import content_word  # noqa: E402
+
+
+class _Triple:
+    """One RDF triple of an MR, with its property key and its entities as text."""
+
+    __slots__ = ("prop", "subj", "obj", "key", "s_txt", "o_txt")
+
+    def __init__(self, prop: str, subj: str, obj: str):
+        self.prop, self.subj, self.obj = prop, subj, obj
+        self.key, self.s_txt, self.o_txt = norm_slot(prop), entity_text(subj), entity_text(obj)
+
+
+#: contradiction pairs (module docstring): property key -> (its side, the property on the other side)
+CONTRADICTING = {"birthplace": ("birth", "deathplace"), "deathplace": ("death", "birthplace"),
+                 "birthdate": ("birth", "deathdate"), "deathdate": ("death", "birthdate"),
+                 "birthyear": ("birth", "deathyear"), "deathyear": ("death", "birthyear"),
+                 "successor": ("later", "predecessor"), "predecessor": ("earlier", "successor"),
+                 "followedby": ("later", "precededby"), "precededby": ("earlier", "followedby")}
+#: the cue words of each side of a contradiction pair
+_SIDES = {"birth": ("born", "birth", "birthplace", "birthday", "native"),
+          "death": ("died", "dies", "dying", "death", "dead", "deathplace", "killed", "buried", "passed away"),
+          "later": ("succeeded by", "followed by"),
+          "earlier": ("preceded by",)}
+_OPPOSITE = {"birth": "death", "death": "birth", "later": "earlier", "earlier": "later"}
+#: properties whose object is a place: a name right after one of :data:`_PLACE_PREPS` may be another object of theirs
+PLACE_PROPERTIES = frozenset({"country", "nationality", "citizenship", "location", "city", "birthplace", "deathplace",
+                              "region", "state", "ispartof", "cityserved", "ground", "origin", "countryorigin",
+                              "assembly", "residence", "hometown", "headquarter", "headquarters", "locationcity",
+                              "stateoforigin", "restingplace"})
+_PLACE_PREPS = frozenset({"in", "from", "at"})
+#: place properties that say where someone or something comes from: only "from" ties a place to them
+ORIGIN_PROPERTIES = frozenset({"nationality", "citizenship", "origin", "countryorigin", "stateoforigin", "hometown"})
+_ORIGIN_PREPS = frozenset({"from"})
+#: verbs after which "in" / "from" / "at" still introduces the place of a place property (after other verbs, such as
+#: "graduating from", "played in", it belongs to them)
+_PLACE_VERBS = frozenset({"located", "based", "situated", "headquartered", "born", "raised", "hailing", "coming",
+                          "originated", "originating", "assembled", "built", "founded", "established", "lived",
+                          "living", "settled", "buried", "died", "found"})
+#: properties whose object a demonym states ("an Austrian astronomer" for nationality)
+DEMONYM_PROPERTIES = frozenset({"nationality", "citizenship", "stateoforigin"})
+_DEMONYM = re.compile(r"^[A-Z][a-z]+(?:an|ish|ese|ch|i)s?$")
+#: properties whose (one-word) object a demonym of it realises ("a Canadian" for ``nationality | Canada``)
+DEMONYM_OBJECTS = DEMONYM_PROPERTIES | {"country", "countryorigin"}
+#: the usual other names of the two countries texts name most by them: never another value of theirs (not a surface
+#: form either: the matcher does not read "an American" as ``United_States``)
+_ALIASES = {"united states": ("u.s", "u.s.a", "usa", "america", "american", "americans"),
+            "united kingdom": ("uk", "u.k", "britain", "british"), "netherlands": ("dutch",),
+            "philippines": ("filipino", "philippine")}
+#: a mined word is a cue of its property only if at most this many of the lexicon's properties hold it
+CUE_MAX_PROPERTIES = 25
+#: a lower-case word that more of the lexicon's properties hold is wording, never a value
+CUE_MAX_WORDS = 9
+#: how near its property's words a stretch of plain (lower-case) words must stand to be another object
+WORDS_DISTANCE = 3.0
+#: how far (in tokens between) a cue may stand before / after the value it ties to its property, in one sentence
+CUE_BEFORE, CUE_AFTER = 6, 4
+#: how far a birth / death / succession cue may stand before the object it ties ("born on 07/23/1927 in Dallas")
+SIDE_BEFORE = 8
+_COORDINATORS = frozenset({"and", "but"})
+#: the distance given to a value tied by its type alone (a place after a preposition, a demonym; by its head word:
+#: :data:`HEAD_DISTANCE`): any cue of another property nearer takes it
+FALLBACK_DISTANCE, HEAD_DISTANCE = 7.0, 3.0
+_MONTH_NAMES = frozenset("january february march april may june july august september october november december"
+                         .split())
+#: lower-case words that may stand inside a name ("Rio de Janeiro", "Port Authority of New York")
+_NAME_LINKS = frozenset({"of", "de", "del", "da", "di", "do", "dos", "du", "la", "le", "van", "von", "y", "&"})
+_SENTENCE_END = frozenset({"!", "?", ";"})
+
+
+def _cased_tokens(output: str, tokens: list[str]) -> list[str] | None:
+    """The tokens of :func:`~qe.content.lexicon.norm_tokens` as written (capitals kept), or None where the two
+    tokenisations do not line up."""
+    from qe.content.lexicon import _DROP, _THOUSANDS
+    from qe.core.tokenization import word_tokenize
+
+    cased = [t for t in word_tokenize(_THOUSANDS.sub("", output), lowercase=False) if t.lower() not in _DROP]
+    raw = raw_tokens(output)
+    if len(cased) != len(tokens) or any(c.lower() != r for c, r in zip(cased, raw)):
+        return None
+    return cased
+
+
+def _triple_numbers(triples: list[_Triple]) -> tuple[set[str], set[tuple[str, str]]]:
+    """The numbers the triples hold, and (month number, year) of their ISO dates. An ISO date's numbers are those of
+    its written forms (day and year), and its month's number where it is written in one numeric date with the year
+    (texts copy "1982-07-23" or write "10/03/1983"; "March 1932, flew 3 missions" still counts the 3); a season's
+    second year in full ("2014–15" -> 2015)."""
+    mr_numbers: set[str] = set()
+    months: set[tuple[str, str]] = set()
+    for t in triples:
+        xs = (t.s_txt, t.o_txt)
+        mr_numbers |= {tok for x in xs if not _ISO_DATE.match(x) for tok in norm_tokens(x) if _NUMBER.match(tok)}
+        for var in entity_variants(t.o_txt):
+            mr_numbers |= {tok for tok in var if _NUMBER.match(tok)}
+        mr_numbers |= {m.group(1)[:2] + m.group(2) for x in xs for m in _SEASON.finditer(x)}
+        months |= {(str(int(m.group(2))), m.group(1)) for x in xs for m in [_ISO_DATE.match(x)] if m}
+    return mr_numbers, months
+
+
+def _find_near_free(tokens: list[str], sub: list[str], used: list[bool]) -> tuple[int, int]:
+    """:func:`_find_near` among the positions not ``used``."""
+    i, j = find_approx(tokens, sub, used, strict=True)
+    if i < 0:
+        folded, fsub = [fold(t) for t in tokens], [fold(t) for t in sub]
+        if folded != tokens or fsub != sub:
+            i, j = find_approx(folded, fsub, used, strict=True)
+    return i, j
+
+
+def _entity_spans(tokens: list[str], text: str) -> list[tuple[int, int]]:
+    """Every occurrence of an entity (its :func:`~qe.core.surface.entity_text`) in the output: verbatim, else
+    near-verbatim, else as its usual surface forms (:func:`~qe.core.surface.entity_variants`); overlapping
+    occurrences keep the longest."""
+    vt = norm_tokens(text)
+    if not vt:
+        return []
+    out = [(i, i + len(vt)) for i in _find_every(tokens, vt)]
+    if out:
+        return out
+    used = [False] * len(tokens)
+    while True:
+        i, j = _find_near_free(tokens, vt, used)
+        if i < 0:
+            break
+        out.append((i, j))
+        used[i:j] = [True] * (j - i)
+    if out:
+        return out
+    for form in [norm_tokens(" ".join(t for t in var if t != "-")) for var in entity_variants(text)]:
+        if form:
+            out += [(i, i + len(form)) for i in _find_every(tokens, form)]
+    kept: list[tuple[int, int]] = []
+    for sp in sorted(out, key=lambda s: (s[0] - s[1], s[0])):
+        if not any(a < sp[1] and sp[0] < b for a, b in kept):
+            kept.append(sp)
+    return sorted(kept)
+
+
+def _all_numbers(text: str) -> bool:
+    toks = norm_tokens(text)
+    return bool(toks) and all(_NUMBER.match(t) for t in toks)
+
+
+def _has_number(text: str) -> bool:
+    return any(_NUMBER.match(t) for t in norm_tokens(text))
+
+
+def _inside_other(sp: tuple[int, int], text: str, occ: dict[str, list[tuple[int, int]]], literal: set[str],
+                  tokens: list[str]) -> bool:
+    """An occurrence inside a longer occurrence of another entity's name ("madrid" in the airport's name); not one
+    inside a literal value (``"compressed rice cooked in banana leaf ..."``) nor one written after a comma of the name
+    it is in, as its qualifier ("new jersey" in "egg harbor township, new jersey" states it)."""
+    return any(a <= sp[0] and sp[1] <= b and b - a > sp[1] - sp[0] and "," not in tokens[a:sp[0]]
+               for x, spans in occ.items() if x != text and x not in literal for a, b in spans)
+
+
+def _sentence_ids(tokens: list[str], taken: list[bool]) -> list[int]:
+    """The sentence of each token: a full stop ends one unless it is part of an MR name ("St. Louis") or follows an
+    initial or abbreviation ("D.", "Jr.", "U.S.")."""
+    out, sid = [], 0
+    for i, t in enumerate(tokens):
+        out.append(sid)
+        if t in _SENTENCE_END or (t == "." and not taken[i] and not (
+                i > 0 and ("." in tokens[i - 1] or (len(tokens[i - 1]) <= 2 and tokens[i - 1].isalpha())))):
+            sid += 1
+    return out
+
+
+def _side_cues(tokens: list[str]) -> list[tuple[int, int, str]]:
+    """Where the output uses a cue word of a contradiction side (:data:`_SIDES`): (start, end, side)."""
+    out = []
+    for side, cues in _SIDES.items():
+        for cue in cues:
+            c = cue.split()
+            out += [(i, i + len(c), side) for i in _find_every(tokens, c)]
+    return out
+
+
+def _plain_between(tokens: list[str], taken: list[bool], i: int, j: int) -> bool:
+    """Nothing between ``i`` and ``j`` but function words, punctuation, numbers, month names and the MR's names (no
+    verb or other word of another clause: "died in New York City, worked as the United States ...")."""
+    return all(taken[k] or not content_word(tokens[k]) or tokens[k] in _MONTH_NAMES for k in range(i, j))
+
+
+def _nearest_side(sides, sp: tuple[int, int], sentence: list[int], tokens: list[str], taken: list[bool]):
+    """The side cue nearest before the span (up to :data:`SIDE_BEFORE` tokens between, same sentence), else the
+    nearest after it (:data:`CUE_AFTER`); neither across "and" / "but" ("born in Dallas and died in ...") nor across
+    another clause's words (:func:`_plain_between`); else None."""
+    a, b = sp
+    before = [c for c in sides if c[1] <= a and a - c[1] <= SIDE_BEFORE and sentence[c[0]] == sentence[a]
+              and not _COORDINATORS & set(tokens[c[1]:a]) and _plain_between(tokens, taken, c[1], a)]
+    if before:
+        return max(before, key=lambda c: c[1])
+    after = [c for c in sides if c[0] >= b and c[0] - b <= CUE_AFTER and sentence[c[0]] == sentence[b - 1]
+             and not _COORDINATORS & set(tokens[b:c[0]]) and _plain_between(tokens, taken, b, c[0])]
+    return min(after, key=lambda c: c[0]) if after else None
+
+
+def _demonym_of(t: _Triple, tokens: list[str], cased: list[str], taken: list[bool], consumed: set[int]) -> int | None:
+    """Where the output writes the demonym of a one-word object (the same first three letters: "Canadian",
+    "Polish"), outside the MR's names, or None."""
+    ow = norm_tokens(t.o_txt)
+    if len(ow) != 1 or len(ow[0]) < 4 or not ow[0].isalpha():
+        return None
+    for i, c in enumerate(cased):
+        if not taken[i] and i not in consumed and _DEMONYM.match(c) and fold(tokens[i])[:3] == fold(ow[0])[:3] \
+                and tokens[i] != ow[0]:
+            return i
+    return None
+
+
+def _cue_positions(tokens: list[str], forms, taken: list[bool]) -> list[tuple[int, int, float]]:
+    """Where a property's cues stand (outside the MR's names): (start, end, weight); its own words weigh 0, the
+    lexicon's mined words 0.5 (a weaker tie)."""
+    own, mined, multi = forms
+    out = []
+    for i, t in enumerate(tokens):
+        if taken[i]:
+            continue
+        f = fold(t)
+        if not content_word(f):
+            continue
+        if f in own:
+            out.append((i, i + 1, 0.0))
+        elif f in mined:
+            out.append((i, i + 1, 0.5))
+    for c in multi:
+        out += [(i, i + len(c), 0.0) for i in _find_every(tokens, list(c)) if not any(taken[i:i + len(c)])]
+    return out
+
+
+def _cue_distance(pos, a: int, b: int, sentence: list[int], tokens: list[str]) -> float | None:
+    """Tokens between the value ``tokens[a:b]`` and the nearest cue in its sentence (within the windows), plus the
+    cue's weight; 0 for a cue inside the value ("Sony Records" for recordLabel); None if there is none. A cue does
+    not reach across "and" / "but" ("the leader is X and the capital is Y")."""
+    best = None
+    for i, j, w in pos:
+        if j <= a:
+            gap = a - j
+            if gap > CUE_BEFORE or sentence[i] != sentence[a] or _COORDINATORS & set(tokens[j:a]):
+                continue
+        elif i >= b:
+            gap = i - b
+            if gap > CUE_AFTER or sentence[i] != sentence[b - 1] or _COORDINATORS & set(tokens[b:i]):
+                continue
+        else:
+            gap = 0
+        d = gap + w
+        best = d if best is None else min(best, d)
+    return best
+
+
+def _fallback(t: _Triple, tokens: list[str], cased: list[str] | None, a: int, b: int, kind: str) -> float | None:
+    """A value tied to a triple by its type alone: a name right after "in" / "from" / "at" for a place property
+    (:data:`PLACE_PROPERTIES`; not after another verb: "graduating from MIT"), a demonym for a nationality, or a
+    value ending with (or written just before) the
+    object's last word ("Sony Records" for ``Philips_Records``, "V6 engine" for ``Straight-four_engine``)."""
+    if kind == "number":
+        return None
+    if kind == "name" and t.key in PLACE_PROPERTIES:
+        k = a - 1
+        if k >= 0 and tokens[k] == "the":
+            k -= 1
+        if k >= 0 and tokens[k] in (_ORIGIN_PREPS if t.key in ORIGIN_PROPERTIES else _PLACE_PREPS) and not (
+                k > 0 and tokens[k - 1].endswith(("ed", "ing")) and tokens[k - 1] not in _PLACE_VERBS):
+            return FALLBACK_DISTANCE
+    if kind == "name" and t.key in DEMONYM_PROPERTIES and b - a == 1 and cased and _DEMONYM.match(cased[a]):
+        return FALLBACK_DISTANCE
+    words = norm_tokens(" ".join(re.sub(r"\([^()]*\)", " ", t.o_txt).split()))
+    if len(words) > 1 and content_word(fold(words[-1])):
+        head = WordForms([fold(words[-1])])
+        if fold(tokens[b - 1]) in head or (b < len(tokens) and fold(tokens[b]) in head):
+            return HEAD_DISTANCE
+    return None
+
+
+#: how alike the letters of a value and an entity must be (difflib's ratio) for a misspelling of it ("Abiliene")
+FUZZY_RATIO = 0.9
+_UNFOLDED = str.maketrans({"ß": "ss", "ø": "o", "ı": "i", "ł": "l", "æ": "ae", "đ": "d", "œ": "oe"})
+
+
+def _letters(x: str) -> str:
+    """Letters and digits only, diacritics and the letters NFKD does not split folded ("løkke" -> "lokke")."""
+    return "".join(ch for ch in fold(x.lower().translate(_UNFOLDED)) if ch.isalnum())
+
+
+def _short(words: list[str]) -> list[str]:
+    """The short tokens of a name that tell it from its neighbours ("B" in "Série B", "J" in "Honda J engine")."""
+    from qe.content.lexicon import _stopwords
+
+    return sorted(w for w in words if len(w) <= 2 and w not in _stopwords())
+
+
+def _same_value(tokens: list[str], raw: list[str], a: int, b: int, taken: list[bool], text: str, kind: str,
+                cased: list[str] | None = None) -> bool:
+    """The value ``tokens[a:b]`` is the entity ``text`` written another way: the same digits (``.0999`` for
+    ``0.0999``); the same letters without dots and spaces, with the MR names written next to it ("Juventus FC",
+    "AFC Ajax NV"); its initials ("LA", "WWII"); a run of its words ("Honda K", "V8" for ``AMC_V8_engine``); its last
+    word with initials or short forms before it ("K. Mitsotakis", "VW Polo"); its demonym ("Spanish" for Spain); or,
+    with the same short tokens (so "Série B" is not ``Série_C``), nearly its letters ("Abiliene", "Aston Mastin DBS")
+    or most of its words ("Japanese occupied British Borneo")."""
+    obj = " ".join(re.sub(r"\([^()]*\)", " ", text).split())
+    forms = [obj] + ([obj.split(",")[0]] if "," in obj else [])
+    if kind == "number":
+        digits = "".join(ch for ch in "".join(raw[a:b]) if ch.isdigit())
+        return len(digits) >= 3 and any(digits in "".join(ch for ch in f if ch.isdigit()) for f in forms)
+    left, right = a, b
+    while left > 0 and taken[left - 1]:
+        left -= 1
+    while right < len(tokens) and taken[right]:
+        right += 1
+    cands = {_letters(" ".join(tokens[i:j])) for i, j in {(a, b), (left, b), (a, right), (left, right)}}
+    cw = [_letters(w) for w in tokens[a:b] if _letters(w)]
+    if not cw:
+        return False
+    demonym = len(cw) == 1 and cased is not None and _DEMONYM.match(cased[a])
+    for f in forms:
+        ow = [_letters(w) for w in norm_tokens(f) if _letters(w)]
+        if not ow:
+            continue
+        ol = "".join(ow)
+        initials = "".join(w if len(w) <= 2 and w.isalpha() and w not in ("of", "de") else w[0] for w in ow)
+        if ol in cands or (len(cw) == 1 and len(ow) >= 2 and cw[0] in (initials, "".join(w[0] for w in ow))):
+            return True
+        if any(ow[i:i + len(cw)] == cw for i in range(len(ow) - len(cw) + 1)) and \
+                (len(cw) > 1 or any(ch.isdigit() for ch in cw[0])):
+            return True
+        if len(ow) > 1 and len(cw) > 1 and len(ow[-1]) >= 4 and cw[-1] == ow[-1] and \
+                all(len(w) <= 3 or any(o.startswith(w) for o in ow[:-1]) for w in cw[:-1]):
+            return True
+        if demonym and len(ow) == 1 and len(ow[0]) >= 4 and cw[0][:3] == ow[0][:3]:
+            return True
+        if len(cw) == 1 and len(ow) == 1 and len(cw[0]) >= 4 and ow[0].startswith(cw[0]):
+            return True  # a short form ("Math" for Mathematics)
+        if _short(cw) != _short(ow):
+            continue
+        if len("".join(cw)) >= 5 and difflib.SequenceMatcher(None, "".join(cw), ol).ratio() >= FUZZY_RATIO:
+            return True
+        long_c, long_o = [w for w in cw if len(w) > 2], [w for w in ow if len(w) > 2]
+        if len(long_o) >= 2 and len(long_c) >= 2:
+            fo, fc = WordForms(long_o), WordForms(long_c)
+            if sum(w in fo for w in long_c) >= 2 / 3 * len(long_c) and \
+                    sum(w in fc for w in long_o) >= 2 / 3 * len(long_o):
+                return True
+    return False
+
+
+def _value_candidates(tokens: list[str], cased: list[str] | None, taken: list[bool], consumed: set[int],
+                      foreign_numbers: set[int], sentence: list[int], explained) -> list[tuple[int, int, str]]:
+    """Values the output states that the MR does not hold: (start, end, kind). ``number``: a run of numbers (with
+    the month names and slashes written with them) holding a number the MR does not; ``name`` (with the output's
+    capitals): a run of capitalised words (and the small words inside names) holding a word that is neither a form
+    of the MR's entity words nor a word of its properties' names (``explained``); not a name written right after an
+    MR name as its qualifier ("Dallas, Texas")."""
+    from qe.content.lexicon import _stopwords
+
+    stop = _stopwords()
+    n = len(tokens)
+    out: list[tuple[int, int, str]] = []
+
+    def free(i: int) -> bool:
+        return not taken[i] and i not in consumed
+
+    def numeric(i: int) -> bool:
+        return bool(_NUMBER.match(tokens[i])) or tokens[i] in _MONTH_NAMES
+
+    i = 0
+    while i < n:
+        if i in foreign_numbers and free(i):
+            a, b = i, i + 1
+            while a > 0 and free(a - 1) and (numeric(a - 1) or (tokens[a - 1] == "/" and a > 1 and numeric(a - 2))):
+                a -= 1
+            while b < n and free(b) and (numeric(b) or (tokens[b] == "/" and b + 1 < n and numeric(b + 1))):
+                b += 1
+            out.append((a, b, "number"))
+            i = b
+            continue
+        i += 1
+    if cased is None:
+        return out
+    in_number = {k for a, b, _ in out for k in range(a, b)}
+
+    def capital(i: int) -> bool:
+        c = cased[i]
+        return free(i) and i not in in_number and tokens[i] not in stop and tokens[i] not in _MONTH_NAMES and (
+            c[:1].isupper() or (any(ch.isdigit() for ch in c) and any(ch.isalpha() for ch in c)))
+
+    def foreign(i: int, size: int) -> bool:
+        f = fold(tokens[i])
+        if any(ch.isdigit() for ch in f):
+            return any(ch.isalpha() for ch in f)
+        if len(f) == 1:
+            return f.isalpha() and size > 1
+        return f.isalpha() and content_word(f) and not explained(f)
+
+    i = 0
+    while i < n:
+        if not capital(i):
+            i += 1
+            continue
+        j = i + 1
+        while j < n:
+            if capital(j):
+                j += 1
+            elif j + 1 < n and capital(j + 1) and free(j) and (tokens[j] in _NAME_LINKS or (
+                    tokens[j] == "." and ("." in tokens[j - 1] or len(tokens[j - 1]) <= 3))):
+                j += 2
+            else:
+                break
+        qualifier = i >= 2 and tokens[i - 1] in (",", "(") and taken[i - 2]
+        opener = j - i == 1 and (i == 0 or sentence[i - 1] != sentence[i])  # "Designed by ...": capital as first word
+        if not qualifier and not opener and any(foreign(k, j - i) for k in range(i, j)):
+            out.append((i, j, "name"))
+        i = j
+    return out
 
 
 def _numeric_date(tokens: list[str], i: int) -> list[str]:
@@ -465,23 +1074,6 @@ def _numeric_date(tokens: list[str], i: int) -> list[str]:
                 out.append(tokens[j])
             j, k = j + step, k + 1
     return out
-
-
-def _entity_hit(tokens: list[str], text: str) -> str:
-    """The words of the output that name an entity (verbatim, near-verbatim, or a usual surface form), or ''."""
-    vt = norm_tokens(text)
-    if vt and _find_every(tokens, vt):
-        return " ".join(vt)
-    if vt:
-        i, j = _find_near(tokens, vt)
-        if i >= 0:
-            return " ".join(tokens[i:j])
-    for var in entity_variants(text):
-        form = [t for t in var if t not in ("-",)]
-        form = norm_tokens(" ".join(form))
-        if form and _find_every(tokens, form):
-            return " ".join(form)
-    return ""
 
 
 def _find_near(tokens: list[str], sub: list[str]) -> tuple[int, int]:

@@ -113,7 +113,7 @@ def content_errors(records: Sequence[Any], matcher, *, lexicon: str = "none", to
             s["ex_om"].append({**ex, "what": ", ".join(dict.fromkeys(omitted))})
         if al.hallucinated and len(s["ex_ha"]) < examples:
             s["ex_ha"].append({**ex, "what": ", ".join(dict.fromkeys(
-                f"{_label(h)}: {h.get('text') or h.get('value')}" for h in al.hallucinated))})
+                f"{_label(h)}: {h.get('said') or h.get('value')}" for h in al.hallucinated))})
     if not per:
         return None
     rows, exs = [], {}

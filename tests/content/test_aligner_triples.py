@@ -53,8 +53,8 @@ def test_labels_of_hand_written_rows_every_kind_and_the_vetoes():
     assert ("wrong", "elliot see | birth place | wheeler, texas",
             "elliot see , born in dallas , was a test pilot .") in by["swap"]
     assert all(lab == "omitted" for lab, _, _ in by["other"])
-    # "aarhus" of the subject's name is not the object: deleting the other one leaves the matcher finding it - vetoed
-    assert not [e for e in got if e.kind == "drop" and "aarhus" in e.query]
+    # "aarhus" of the subject's name is not the object (issue 50): deleting the other one leaves the triple omitted
+    assert ("omitted", "aarhus airport | city served | aarhus", "aarhus airport serves the city .") in by["drop"]
 
 
 def test_a_triple_of_another_entry_whose_object_the_text_names_is_vetoed():
@@ -67,14 +67,16 @@ def test_a_triple_of_another_entry_whose_object_the_text_names_is_vetoed():
     assert (e.label, e.kind, e.query) == (OMITTED, "other", "alan bean | occupation | test pilot")
 
 
-def test_drop_is_vetoed_when_the_object_stays_in_the_text():
+def test_a_drop_that_leaves_the_object_only_inside_the_subjects_name_is_kept():
     from qe.content.lexicon import norm_tokens
 
     triples = [("Aarhus_Airport", "cityServed", "Aarhus")]
     toks = norm_tokens(ROWS[3]["ref"])
     vs = Matcher().align(json.dumps([list(t) for t in triples]), ROWS[3]["ref"]).verdicts
     assert vs[0].status == "realised"
-    assert _drop_triple(triples, vs, toks, Matcher(), np.random.default_rng(0)) == []
+    # "aarhus" left in "aarhus airport" does not state the city served (issue 50): the drop is an omitted example
+    (e,) = _drop_triple(triples, vs, toks, Matcher(), np.random.default_rng(0))
+    assert (e.label, e.text, e.matcher) == (OMITTED, "aarhus airport serves the city .", "omitted")
 
 
 # a death place shares Dallas with the birth places: the two properties' object type fits
@@ -89,12 +91,13 @@ def test_prop_negatives_ask_another_property_of_the_same_entities_and_leave_the_
                                prop_rng=np.random.default_rng(1))
     assert [e for e in got if e.kind != "prop"] == without and not [e for e in without if e.kind == "prop"]
     prop = [(LABELS[e.label], e.query, e.text, e.matcher) for e in got if e.kind == "prop"]
-    # the text unchanged, its entities named (the matcher, which checks the object only, calls it realised)
+    # the text unchanged, its entities named; the matcher reads "born" / "died" by the object: a contradicting
+    # property, wrong (issue 50)
     assert prop == [("wrong", "alan bean | death place | wheeler, texas",
-                     "alan bean , an american , was born in wheeler , texas .", "realised"),
+                     "alan bean , an american , was born in wheeler , texas .", "wrong"),
                     ("wrong", "elliot see | death place | dallas", "elliot see , born in dallas , was a test pilot .",
-                     "realised"),
-                    ("wrong", "john doe | birth place | dallas", "john doe died in dallas .", "realised")]
+                     "wrong"),
+                    ("wrong", "john doe | birth place | dallas", "john doe died in dallas .", "wrong")]
 
 
 def test_prop_negatives_are_vetoed_when_the_text_may_realise_the_new_triple():
