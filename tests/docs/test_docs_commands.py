@@ -57,7 +57,7 @@ KNOWN_ENV = {"QE_MODELS": "/tmp/qe-docs-check/models", "QE_DATA_DIR": "/tmp/qe-d
 #: programs that run the command that follows them
 WRAPPERS = {"srun", "time", "nohup", "env", "exec", "command", "xargs", "mpirun", "torchrun"}
 PYTHONS = {"python", "python3"}
-CHECKED_KINDS = ("qe", "zoo", "hydra", "module", "script")
+CHECKED_KINDS = ("qe", "zoo", "content", "hydra", "module", "script")
 #: a floor under the number of commands checked (171 when it was written); far fewer means the extraction broke
 MIN_CHECKED = 150
 
@@ -68,7 +68,7 @@ class Command:
     line: int                       # first line of the command in the page
     text: str                       # the command as extracted (one line)
     argv: list[str] = field(default_factory=list)
-    kind: str = "other"             # qe | zoo | hydra | module | script | other
+    kind: str = "other"             # qe | zoo | content | hydra | module | script | other
     target: str = ""                # hydra: train/evaluate; module/script: the module name / path
     skip: str | None = None         # why it is not checked (a placeholder)
     variants: list[list[str]] = field(default_factory=list)  # argv with the other values of its loop variables
@@ -301,6 +301,8 @@ def _qe(cmd: Command, argv: list[str]) -> None:
         cmd.kind, cmd.target, cmd.argv = "hydra", argv[0], argv[1:]
     elif argv and argv[0] == "zoo":
         cmd.kind, cmd.argv = "zoo", argv[1:]
+    elif argv and argv[0] == "content":  # qe content mine ...: qe.content.mining's own parser
+        cmd.kind, cmd.argv = "content", argv[1:]
     else:
         cmd.kind, cmd.argv = "qe", argv
 
@@ -421,7 +423,7 @@ def extract(path: Path, root: Path = DOCS) -> list[Command]:
                     cmd.skip = f"placeholder {_ANGLE.search(text).group(0)!r}"
                 else:
                     ph = _placeholder(cmd.argv)
-                    if ph and cmd.kind in ("qe", "zoo", "hydra"):
+                    if ph and cmd.kind in ("qe", "zoo", "content", "hydra"):
                         cmd.skip = ph
                 out.append(cmd)
     return out
@@ -492,6 +494,21 @@ def _parse_zoo(argv: list[str]):
 
     with mock.patch.object(argparse.ArgumentParser, "parse_args", parse_only):
         build._main([a for a in argv if a != "--debug"])  # `qe zoo` drops --debug before the zoo's parser
+
+
+def _parse_content(argv: list[str]):
+    """The parser of ``qe content`` (qe.content.mining.main), stopped right after parsing (nothing runs)."""
+    from unittest import mock
+
+    from qe.content import mining
+
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_only(self, args=None, namespace=None):
+        raise _Parsed(original(self, args, namespace))
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", parse_only):
+        mining.main(argv)
 
 
 def _is_name(model: str) -> bool:
@@ -718,7 +735,14 @@ def check(cmd: Command) -> list[str]:
         err, ns = _argparse(_parse_zoo, argv)
         assert err is None, err
         _check_zoo_names(ns)
+    elif kind == "content":
+        err, _ = _argparse(_parse_content, argv)
+        assert err is None, err
     elif kind == "hydra":
+        if target == "train":  # qe.app.train takes -v / --verbose out before Hydra sees the arguments
+            from qe.app import VERBOSE_FLAGS
+
+            argv = [a for a in argv if a not in VERBOSE_FLAGS]
         return check_hydra(target, argv)
     elif kind == "module":
         path = _module_path(target)
@@ -838,6 +862,9 @@ def test_extraction_reads_shell(tmp_path):
     ("qe zoo build slor-wp-domain", "no recipe slor-wp-domain"),
     ("qe zoo verify slor-word-brown-wt2 --against published", "no published fingerprint for slor-word-brown-wt2"),
     ("qe zoo --model-dir /tmp build", "qe zoo: error"),
+    ("qe content mine -i pairs.csv -o lex.json --min-cout 3", "unrecognized arguments: --min-cout"),
+    ("qe content mnie -i pairs.csv -o lex.json", "invalid choice: 'mnie'"),
+    ("qe train -v model.hidden_sizes=64", "Could not override 'model.hidden_sizes'"),
     ("qe train model.hidden_sizes=64", "Could not override 'model.hidden_sizes'"),
     ("python train.py tokenizer=wordpiece", "Could not find config 'tokenizer/wordpiece'"),
     ("qe train seed=1,2", "Ambiguous value for argument 'seed=1,2'"),
