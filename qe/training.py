@@ -176,6 +176,29 @@ class SaveOnSigterm(pl.Callback):
             self.saved = path
 
 
+class StopAtStep(pl.Callback):
+    """Ends ``fit`` once ``step`` optimizer steps are done, leaving ``trainer.max_steps`` (and with it the length of
+    the learning-rate schedule) as configured: one stage of a long schedule. Lightning validates when a run is asked
+    to stop, so the stage ends with a validation and ``last.ckpt``; the next stage (the same command with a later
+    ``step``, the same ``hydra.run.dir``, ``ckpt_path=last``) resumes there. ``step: null`` (or 0) never stops."""
+
+    def __init__(self, step: int | None = None):
+        self.step = int(step) if step else None
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self.step and trainer.global_step >= self.step:  # this stage was run already: nothing to train
+            log.warning("resumed at step %d, not before this stage's end (callbacks.stop_at_step.step=%d): "
+                        "nothing to train", trainer.global_step, self.step)
+            trainer.should_stop = True
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs, batch, batch_idx) -> None:
+        if self.step and trainer.global_step >= self.step:
+            if not trainer.should_stop:
+                log.info("stage ends at step %d (callbacks.stop_at_step.step; trainer.max_steps=%s)",
+                         trainer.global_step, trainer.max_steps)
+            trainer.should_stop = True
+
+
 def readable_checkpoint(path: str | Path) -> bool:
     """True when ``path`` is a complete checkpoint archive (every member's CRC checks; a file cut short by a
     kill during writing is not)."""

@@ -24,6 +24,53 @@ class ListDataset(torch.utils.data.Dataset):
         return self.items[i]
 
 
+class ResumableLoader(DataLoader):
+    """A shuffling :class:`~torch.utils.data.DataLoader` whose place in the epoch is kept in checkpoints (Lightning's
+    ``state_dict`` / ``load_state_dict`` interface for data loaders): a run resumed from a checkpoint written in the
+    middle of an epoch (a validation every N steps, a SIGTERM) goes on with that epoch's batch order where it
+    stopped, instead of drawing the epoch again from its start (which would train on its first batches twice and
+    never on its last ones). At an epoch's end Lightning hands the state back only to step-based schedules
+    (``trainer.max_steps``), whose next epoch is then the one the uninterrupted run draws; an epoch-based run resumed
+    there draws its next epoch from the seed, as before.
+
+    The state: the shuffling generator's state when the epoch's iterator was created, its state now, and the batches
+    trained in the epoch (``batches_done``: a callable giving Lightning's own count, so that a batch fetched ahead
+    is not counted). An uninterrupted run draws exactly what a plain DataLoader draws."""
+
+    def __init__(self, *args, batches_done=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches_done = batches_done
+        self.epoch_start_state: torch.Tensor | None = None
+        self._resume: tuple[torch.Tensor, int] | None = None
+
+    def __iter__(self):
+        skip = 0
+        if self._resume is not None:
+            state, skip = self._resume
+            self._resume = None
+            self.generator.set_state(state)
+        self.epoch_start_state = self.generator.get_state()
+        it = super().__iter__()
+        for _ in range(skip):  # the batches the interrupted run trained on (collated and dropped: cheap here)
+            next(it)
+        return it
+
+    def state_dict(self) -> dict:
+        if self.epoch_start_state is None or self.batches_done is None:
+            return {}
+        return {"epoch_start_state": self.epoch_start_state, "generator_state": self.generator.get_state(),
+                "batches_done": int(self.batches_done())}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not state:
+            return
+        done = int(state["batches_done"])
+        if 0 < done < len(self):
+            self._resume = (state["epoch_start_state"], done)
+        else:  # at an epoch's end (or start): the next epoch is drawn from where the generator stood
+            self.generator.set_state(state["generator_state"])
+
+
 class TextClassificationDataModule(pl.LightningDataModule):
     """Single texts or text pairs with labels; dynamic padding; several named validation sets.
 
@@ -80,11 +127,22 @@ class TextClassificationDataModule(pl.LightningDataModule):
         return DataLoader(ListDataset(items), batch_size=self.batch_size, shuffle=shuffle, generator=g,
                           collate_fn=self._collate, num_workers=self.num_workers)
 
+    def _batches_done(self) -> int:
+        """Training batches completed in the current epoch (Lightning's count; 0 without a trainer)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 0
+        return int(trainer.fit_loop.epoch_loop.batch_progress.current.processed)
+
     def train_dataloader(self):
-        return self._loader(self.train_data, True)
+        items = list(zip(*self.train_data))
+        g = torch.Generator().manual_seed(self.seed)
+        return ResumableLoader(ListDataset(items), batch_size=self.batch_size, shuffle=True, generator=g,
+                               collate_fn=self._collate, num_workers=self.num_workers,
+                               batches_done=self._batches_done)
 
     def val_dataloader(self):
         return [self._loader(self.val_data[k], False) for k in self.val_names]
 
 
-__all__ = ["TextClassificationDataModule", "ListDataset"]
+__all__ = ["TextClassificationDataModule", "ListDataset", "ResumableLoader"]
