@@ -62,7 +62,8 @@ _add("length", _E("qe.evaluation.baselines:LengthScorer", "output length in word
 # ---- content (which MR facts an output realises; no references) ------------------------------------------------
 _add("coverage", _E("qe.content.scorer:CoverageScorer", "MR facts realised minus wrong / hallucinated / repeated ones, "
                                                         "normalised; rows carry per-slot verdicts; "
-                                                        "lexicon=auto|none|e2e|sf|webnlg|FILE"))
+                                                        "lexicon=auto|none|e2e|sf|webnlg|FILE, "
+                                                        "score=counts|soft|soft-partial"))
 _add("mr-bertscore", _E("qe.refmetrics.mrbertscore:MRBERTScore", "BERTScore of the output against its MR written out "
                                                               "as text (no references); precision / recall / f1"))
 

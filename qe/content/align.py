@@ -99,9 +99,34 @@ class Verdict:
     spans: list[tuple[int, int]] | None = field(default=None, repr=False, compare=False)
     #: wrong verdicts: the canonical value the output states instead (as the lexicon writes it: ``high`` for "pricey")
     said_value: str | None = None
+    #: omitted verdicts of the matcher: partial evidence, ``k / (n + 1)`` where ``n`` is the number of distinct content
+    #: words and numbers of the value (of a triple: its object) and ``k`` how many of them the output writes outside
+    #: the words of other verdicts, other values' mentions and the MR's names; None where it writes none (so always in
+    #: (0, 1)). Read by the ``coverage_soft`` figure (:mod:`qe.content.scorer`)
+    partial: float | None = field(default=None, compare=False)
+    #: aligner verdicts: the aligner's probabilities ``{"realised": p, "omitted": p, "wrong": p}`` (internal, like
+    #: ``spans``: never in :meth:`to_dict`; ``confidence`` is the one of the verdict)
+    probs: dict[str, float] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and k != "spans"}
+        return {k: v for k, v in asdict(self).items() if v is not None and k not in ("spans", "probs")}
+
+
+class Said(dict):
+    """A ``hallucinated`` entry: a plain dict to every reader (equality, JSON), that also carries ``extent``: how much
+    of what its sentence says it is, in ``(0, 1]`` (a stretch of unexplained words: its content words over its
+    sentences' content words; 1 for a value or a number). Read by ``coverage_soft`` (:mod:`qe.content.scorer`)."""
+
+    def __init__(self, *args: Any, extent: float = 1.0, **kw: Any):
+        super().__init__(*args, **kw)
+        self.extent = float(extent)
+
+    def __reduce__(self):  # copies and pickles keep the extent
+        return (_said, (dict(self), self.extent))
+
+
+def _said(d: dict, extent: float) -> "Said":
+    return Said(d, extent=extent)
 
 
 @dataclass
@@ -377,7 +402,10 @@ class Matcher:
                 al.verdicts.append(Verdict(s, v, "wrong", cue_words.get(id(m), m.text), spans=[(m.start, m.end)],
                                            said_value=self._written(key, val)))
             else:
-                al.verdicts.append(Verdict(s, v, "omitted"))
+                sl = self.lexicon.slots.get(key)
+                binary = (sl.kind if sl is not None else self._slot_lex(key, mr_slots[key]).kind) == "binary"
+                al.verdicts.append(Verdict(s, v, "omitted", partial=None if binary else _partial(
+                    raw.get((key, nv)) or v, tokens, {i for m in matches for i in range(m.start, m.end)})))
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
         al.verdicts.sort(key=lambda vd: pos.get((vd.slot, vd.value), 0))
         # what else the output says: one hallucination per (slot, value) it states that the MR neither holds nor
@@ -500,14 +528,20 @@ class Matcher:
         al = Alignment()
         for k, t in enumerate(triples):
             st = status[k] or "omitted"
+            part = None
+            if st == "omitted":  # partial evidence: the object's words outside other names and other verdicts' words
+                other = set(consumed) | {i for x in names if x != t.o_txt for a, b in occ[x] for i in range(a, b)} | {
+                    i for m in range(n) if m != k and status[m] for a, b in (spans[m] or ()) for i in range(a, b)}
+                part = _partial(t.o_txt, tokens, other)
             al.verdicts.append(Verdict(t.prop, f"{t.subj} | {t.obj}", st, said[k] if st != "omitted" else None,
-                                       spans=spans[k] if st != "omitted" else None, said_value=said_value[k]))
+                                       spans=spans[k] if st != "omitted" else None, said_value=said_value[k],
+                                       partial=part))
         # what else it says: numbers the MR does not hold (a number written as a word is not counted: "one of the
         # languages"); the words of a wrong verdict are its error, not also a hallucination
         for i in sorted(foreign_numbers - consumed):
             al.hallucinated.append({"slot": None, "value": tokens[i], "said": raw_tokens(output)[i]})
         if self.lexicon.has_triple_words:
-            al.hallucinated.extend(self._unexplained(facts, tokens, consumed))
+            al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence))
         return al
 
     def _other_objects(self, triples, pending, tokens, raw, cased, taken, consumed, foreign_numbers, sentence,
@@ -627,19 +661,26 @@ class Matcher:
             got = self._prop_forms[key] = WordForms(words)
         return got
 
-    def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset()) -> list[dict[str, Any]]:
+    def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset(),
+                     sentence: list[int] | None = None) -> list[dict[str, Any]]:
         """Stretches of the output's words that no triple explains (a lexicon with triple words only,
         :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
         the words texts use for their properties, or of the words common to all such texts. One hallucinated value
         per stretch (:func:`~qe.content.lexicon.unexplained_spans`). ``skip``: positions already accounted for (the
-        words of wrong verdicts)."""
+        words of wrong verdicts). Each entry is a :class:`Said` whose ``extent`` is its content words' share of the
+        content words of the sentences it stands in (``sentence``: the sentence of each token; None: the output is
+        one sentence)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
+        sentence = sentence if sentence is not None else [0] * len(tokens)
         out = []
         for span in unexplained_spans(folded, explained):
             text = " ".join(tokens[span[0]:span[-1] + 1])
-            out.append({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"})
+            own = {sentence[i] for i in span}
+            words = sum(1 for i, t in enumerate(tokens) if sentence[i] in own and content_word(fold(t)))
+            out.append(Said({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"},
+                            extent=min(1.0, len(span) / max(words, 1))))
         return out
 
 
@@ -1114,10 +1155,23 @@ def _decimal_trim(t: str) -> str:
     return t.rstrip("0").rstrip(".") if "." in t else t
 
 
+def _partial(value: str, tokens: list[str], other: set[int]) -> float | None:
+    """Partial evidence for an omitted value (:attr:`Verdict.partial`): ``k / (n + 1)``, ``n`` the distinct content
+    words and numbers of ``value`` (folded), ``k`` those the output writes (a form of the word: "italian" for
+    "italy" counts, as :class:`~qe.content.lexicon.WordForms` reads forms) at positions outside ``other``; None when
+    ``k`` is 0."""
+    words = {fold(w) for w in norm_tokens(value) if content_word(fold(w)) or _NUMBER.match(w)}
+    if not words:
+        return None
+    forms = WordForms(fold(t) for i, t in enumerate(tokens) if i not in other)
+    k = sum(1 for w in words if w in forms)
+    return k / (len(words) + 1) if k else None
+
+
 def _surface_forms(value: str) -> list[list[str]]:
     from qe.core.surface import value_variants
 
     return [norm_tokens(" ".join(v)) for v in value_variants(value)]
 
 
-__all__ = ["Alignment", "Matcher", "Verdict", "STATUSES", "NEGATION_WINDOW"]
+__all__ = ["Alignment", "Matcher", "Verdict", "Said", "STATUSES", "NEGATION_WINDOW"]

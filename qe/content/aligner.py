@@ -26,7 +26,7 @@ to ask about additions are chosen per mode when the export is written, on held-o
 ``config.thresholds`` and ``config.additions``); ``threshold=`` / ``additions=`` override them.
 
 Each verdict names its engine (``matcher`` / ``aligner``; aligner verdicts carry their probability as
-``confidence``). Facts without value (``request(area)``) and unchecked values keep the matcher's verdicts.
+``confidence``, and all three as ``probs``, which the ``coverage_soft`` figure reads). Facts without value (``request(area)``) and unchecked values keep the matcher's verdicts.
 
 RDF triples: an export trained on WebNLG (``data.source=webnlg``, :mod:`qe.content.aligner_triples`; its
 ``config.facts`` is ``triples``) is asked about triples, by the query ``subject | property | object`` (its
@@ -320,7 +320,7 @@ class AlignedMatcher:
                     value = "no" if norm_value(v.value) in ("yes", "true") else "yes"
             conf = float(p[LABELS.index(status)])
             out.verdicts[k] = Verdict(v.slot, v.value, status, said, engine="aligner", confidence=round(conf, 4),
-                                      said_value=value)
+                                      said_value=value, probs={lab: float(p[j]) for j, lab in enumerate(LABELS)})
         for s in slots:
             if self._status(s, None, text) != "realised":
                 continue

@@ -14,6 +14,29 @@ omitted + wrong)::
     recall    = realised / N                                         (of the MR's facts, the share stated right)
     f1        = 2 * precision * recall / (precision + recall)        (0 when both are 0)
 
+``coverage_soft`` (a component; issue 50, item 2) is the same formula over *expected* counts, so that outputs with
+equal counts are still ordered by how much of each fact and of each invented statement the output holds
+(:func:`soft_coverage`)::
+
+    coverage_soft = clip((sum_f r_f - wrong_penalty * sum_f w_f - hallucination_penalty * sum_h e_h
+                          - repeat_penalty * repeated) / N, 0, 1)
+
+``r_f`` / ``w_f`` per fact: 1 / 0 for a realised verdict of the matcher, 0 / 1 for a wrong one; for an omitted one
+``r_f`` is its partial evidence (:attr:`~qe.content.align.Verdict.partial`: ``k / (n + 1)``, ``k`` of the ``n``
+distinct content words and numbers of its value - of a triple, its object - written outside other verdicts' words,
+other values' mentions and the MR's names; 0 when none); for a verdict of the aligner, its probabilities
+P(realised) / P(wrong). ``e_h`` per hallucination: 1 for a value or a number; for a stretch of unexplained words
+(``lexicon=webnlg``) its extent, the share of its sentence's content words it is (an invented sentence: 1; one odd
+word in a long sentence: little); for a slot the aligner adds, its confidence. Parameter-free beyond the penalties;
+equal to ``coverage`` whenever the evidence is all-or-nothing (no partial evidence, no stretch short of its sentence,
+no aligner verdict); within [0, 1]. It was fixed (with the two variants ``experiments.coverage_ranking`` compares:
+partial evidence alone, extents alone) before it was correlated with any rating. ``score``: ``counts`` (the default:
+the score is ``coverage``, as published), ``soft`` (the score is ``coverage_soft``) or ``soft-partial`` (the score is
+``coverage_soft`` with partial evidence only, every hallucination counting 1; the component is then computed so); the
+signature names it when it is not the default. Out-of-fold on the WebNLG 2020 ratings (5 folds of inputs) the soft
+figures gain 0.006 - 0.015 of Spearman rho over the counts; 71 % of those outputs score 1.0 (every fact realised,
+nothing invented), a cell no content figure can order (docs/results/content-log.md, "Scores that rank").
+
 All are undefined (NaN) when the MR holds no fact that can be checked (only ``dontcare`` / ``none`` values); an
 output that states nothing (neither a fact of its MR nor a value it does not hold) has precision 0, not an undefined
 one: it says nothing right. Precision and recall split the score as PARENT-style data-to-text metrics do: recall is
@@ -65,6 +88,10 @@ DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fi
                     "webnlg": "the WebNLG 2020 training references (webnlg2020/train.tar.xz; RDF triples: the words "
                               "texts use for each property, qe.content.lexicon.mine_triples)"}
 
+
+#: what ``score=`` makes the score: the counts (``coverage``, the default) or ``coverage_soft`` (``soft``: partial
+#: evidence and extents; ``soft-partial``: partial evidence only, the component then computed so)
+SCORES = ("counts", "soft", "soft-partial")
 
 #: what ``lexicon=auto`` (the default) uses for each MR format (:func:`qe.core.mr.detect`): E2E attribute lists the
 #: E2E lexicon, dialogue acts the SF Hotel / Restaurant one, RDF triples the WebNLG one; other formats (JSON maps)
@@ -202,7 +229,12 @@ class CoverageScorer(Scorer):
                  hallucination_penalty: float = 1.0, repeat_penalty: float = 0.5, data_dir: str | None = None,
                  aligner: str | None = None, aligner_mode: str = "combined", aligner_threshold: float | None = None,
                  aligner_additions: bool | None = None, device: str | None = None, batch_size: int = 64,
-                 mr_format: str = "auto"):
+                 mr_format: str = "auto", score: str = "counts"):
+        if score not in SCORES:
+            raise ValueError(f"coverage: score={score!r}: choose {', '.join(SCORES)}")
+        self.score_kind = score
+        if score != "counts":
+            self.main_component = "coverage_soft"
         for k, v in (("wrong_penalty", wrong_penalty), ("hallucination_penalty", hallucination_penalty),
                      ("repeat_penalty", repeat_penalty)):
             if not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v):
@@ -245,6 +277,8 @@ class CoverageScorer(Scorer):
         out = {"engine": self.engine.name, "lexicon": lexicon, "pen": "{:g}/{:g}/{:g}".format(*self.penalties)}
         if self.matcher.mr_format != "auto":
             out["mr"] = self.matcher.mr_format
+        if self.score_kind != "counts":
+            out["score"] = self.score_kind
         if self.engine is not self.matcher:
             eng = self.engine
             out["aligner"] = f"{eng.aligner.name}@t{eng.threshold:g}" + ("" if eng.additions else "/noadd")
@@ -283,13 +317,14 @@ class CoverageScorer(Scorer):
             prec = c["realised"] / stated if stated else 0.0
             rec = c["realised"] / n
             f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        return {"coverage": cov, "ser": ser, "precision": prec, "recall": rec, "f1": f1,
+        soft = soft_coverage(al, self.penalties, extent=self.score_kind != "soft-partial")
+        return {"coverage": cov, "coverage_soft": soft, "ser": ser, "precision": prec, "recall": rec, "f1": f1,
                 **{k: float(c[k]) for k in ("facts", "realised", "omitted", "wrong", "hallucinated", "repeated")}}
 
     accepts_ids = True
 
     def _score(self, outputs, *, mrs, refs, batch_size, progress, ids=None, **kw) -> list[float]:
-        return [self.figures(a)["coverage"] for a in self.align(outputs, mrs, ids)]
+        return [self.figures(a)[self.main_component] for a in self.align(outputs, mrs, ids)]
 
     def _score_components(self, outputs, *, mrs=None, refs=None, batch_size=None, progress=True, ids=None,
                           **kw) -> dict[str, list[float]]:
@@ -328,6 +363,42 @@ class CoverageScorer(Scorer):
     def slot_error_rate(self, outputs, mrs) -> float:
         """The pooled slot error rate: sum of errors over sum of checkable facts (NaN when there are none)."""
         return self.system_statistic(outputs, mrs).score()
+
+
+def soft_coverage(al: Alignment, penalties: tuple[float, float, float] = (1.0, 1.0, 0.5), partial: bool = True,
+                  extent: bool = True) -> float:
+    """``coverage_soft`` of an alignment (module docstring): the coverage formula over expected counts. ``partial``
+    / ``extent`` off count omitted facts as 0 / every hallucination as 1 (the variants
+    ``experiments.coverage_ranking`` compares; both off is ``coverage`` for the matcher's verdicts). NaN when the MR
+    holds no fact that can be checked."""
+    wp, hp, rp = penalties
+    realised = wrong = 0.0
+    n = 0
+    for v in al.verdicts:
+        if v.status not in ("realised", "omitted", "wrong"):
+            continue
+        n += 1
+        if v.probs is not None:  # the aligner's verdict: its probabilities
+            realised += v.probs["realised"]
+            wrong += v.probs["wrong"]
+        elif v.status == "realised":
+            realised += 1.0
+        elif v.status == "wrong":
+            wrong += 1.0
+        elif partial and v.partial:
+            realised += v.partial
+    if n == 0:
+        return math.nan
+    invented = 0.0
+    for h in al.hallucinated:
+        if not extent:
+            invented += 1.0
+        elif h.get("engine") == "aligner" and h.get("confidence") is not None:
+            invented += float(h["confidence"])
+        else:
+            invented += float(getattr(h, "extent", 1.0))
+    repeated = sum(r.get("extra", 1) for r in al.repeated)
+    return min(1.0, max(0.0, (realised - wp * wrong - hp * invented - rp * repeated) / n))
 
 
 def _aligner_lexicon(aligner: str) -> str | None:
@@ -377,5 +448,5 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
                                 "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
-__all__ = ["CoverageScorer", "AutoMatcher", "AUTO_LEXICONS", "DATASET_LEXICONS", "dataset_lexicon", "mine_dataset_lexicon", "triple_pairs", "resolve_lexicon",
-           "trained_lexicon", "from_export"]
+__all__ = ["CoverageScorer", "soft_coverage", "AutoMatcher", "AUTO_LEXICONS", "DATASET_LEXICONS", "dataset_lexicon",
+           "mine_dataset_lexicon", "triple_pairs", "resolve_lexicon", "trained_lexicon", "from_export"]
