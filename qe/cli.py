@@ -397,7 +397,8 @@ def _merge(out: Path, partial: Path, records, ident: str) -> dict[str, dict]:
 
 
 def _summary(metrics: list[tuple[str, Any]], rows: list[dict], where: str, **fields: Any) -> None:
-    """Signature(s), count, undefined and mean of the scores, on stderr (``-q`` silences it)."""
+    """Signature(s), count, undefined and mean of the scores with the figure's name and direction (``mean coverage
+    0.8125 (higher is better)``), on stderr (``-q`` silences it)."""
     single = len(metrics) == 1
     parts, sigs = [], []
     for key, scorer in metrics:
@@ -405,7 +406,9 @@ def _summary(metrics: list[tuple[str, Any]], rows: list[dict], where: str, **fie
         vals = [_value(r, None if single else key) for r in rows]
         valid = [v for v in vals if isinstance(v, (int, float))]
         mean = f"{sum(valid) / len(valid):.4f}" if valid else "undefined"
-        parts.append(f"{'' if single else key + ': '}{len(vals) - len(valid)} undefined, mean {mean}")
+        direction = _direction(bool(getattr(scorer, "higher_is_better", True)))
+        parts.append(f"{'' if single else key + ': '}{len(vals) - len(valid)} undefined, "
+                     f"mean {getattr(scorer, 'name', key)} {mean} ({direction})")
     print("\n".join(sigs) + f"\n{len(rows)} outputs, {'; '.join(parts)}; written to {where}", file=sys.stderr)
 
 

@@ -74,7 +74,7 @@ def test_stdin_to_stdout_and_summary(files, capsys, monkeypatch):
     assert [r["output"] for r in rows] == text.splitlines()
     assert rows[0]["score"] == len(rows[0]["output"].split())
     mean = np.mean([r["score"] for r in rows])
-    assert f"60 outputs, 0 undefined, mean {mean:.4f}; written to standard output" in cap.err
+    assert f"60 outputs, 0 undefined, mean length {mean:.4f} (higher is better); written to standard output" in cap.err
 
 
 def test_stdin_jsonl_with_format(capsys, monkeypatch):
