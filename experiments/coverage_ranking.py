@@ -69,35 +69,7 @@ def tie_shares(scores, groups) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------------------------------- folds
-def input_groups(*keys) -> list[int]:
-    """One group id per output: outputs sharing any of the keys (``test_eid``, the MR) are in one group."""
-    n = len(keys[0])
-    parent = list(range(n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for ks in keys:
-        first: dict = {}
-        for i, k in enumerate(ks):
-            if k in first:
-                parent[find(i)] = find(first[k])
-            else:
-                first[k] = i
-    roots = [find(i) for i in range(n)]
-    ids = {r: j for j, r in enumerate(dict.fromkeys(roots))}
-    return [ids[r] for r in roots]
-
-
-def input_folds(groups, folds: int = 5, seed: int = 1) -> np.ndarray:
-    """The fold of each output: the groups (inputs) shuffled with ``seed`` and dealt round-robin into ``folds``."""
-    uniq = sorted(set(groups))
-    order = np.random.RandomState(seed).permutation(len(uniq))
-    fold_of = {uniq[j]: k % folds for k, j in enumerate(order)}
-    return np.array([fold_of[g] for g in groups])
+from qe.core.folds import input_folds, input_groups  # noqa: E402  (re-exported: the fold assignment of this script)
 
 
 # ----------------------------------------------------------------------------------------------------- selection

@@ -296,6 +296,83 @@ def leave_one_domain_out(X: np.ndarray, y: np.ndarray, domains: Sequence[str], c
     return out
 
 
+def _system_corr(pred: np.ndarray, y: np.ndarray, systems: Sequence[str]) -> tuple[float, float]:
+    """Pearson / Spearman of the systems' mean prediction with their mean rating (rows with both finite)."""
+    ok = np.isfinite(pred) & np.isfinite(y)
+    sy = np.asarray([str(s) for s in systems])[ok]
+    names = sorted(set(sy.tolist()))
+    if len(names) < 3:
+        return math.nan, math.nan
+    mp = np.array([pred[ok][sy == n].mean() for n in names])
+    my = np.array([y[ok][sy == n].mean() for n in names])
+    return _corr(mp, my)
+
+
+def grouped_cross_validation(X: np.ndarray, y: np.ndarray, groups: Sequence[Any], columns: Sequence[str],
+                             model: dict[str, Any] | None = None, folds: int = 5, seed: int = 1,
+                             systems: Sequence[str] | None = None) -> dict[str, Any]:
+    """Out-of-fold figures with folds grouped by input (:func:`qe.core.folds.input_folds`: every output of one group
+    in one fold). For each fold: fit on the others, predict it. Returns each fold's held-out Pearson / Spearman (and
+    the same fold's figures of every feature alone, signed as they come), their means, the pooled out-of-fold
+    predictions' figures (``pooled``), the system-level figures of the pooled predictions when ``systems`` is given,
+    every fold's ridge weights, and ``oof`` (the out-of-fold predictions, one per row)."""
+    from qe.core.folds import input_folds
+
+    X, y = np.asarray(X, np.float64), np.asarray(y, np.float64)
+    fold = input_folds(list(groups), folds, seed)
+    oof = np.full(len(y), np.nan)
+    out: dict[str, Any] = {"folds": {}, "columns": list(columns), "k": int(folds), "seed": int(seed),
+                           "groups": len(set(groups))}
+    for k in range(folds):
+        test = fold == k
+        fitted = fit(X[~test], y[~test], model)
+        oof[test] = fitted.predict(X[test])
+        r, rho = _corr(oof[test], y[test])
+        row = {"n": int(test.sum()), "combiner": {"pearson": r, "spearman": rho}, "features": {},
+               "weights": fitted.weights(columns), "params": {k: v for k, v in fitted.params.items() if k != "alphas"}}
+        for j, c in enumerate(columns):
+            fr, frho = _corr(X[test, j], y[test])
+            row["features"][c] = {"pearson": fr, "spearman": frho}
+        out["folds"][str(k)] = row
+    rows = out["folds"].values()
+    out["mean"] = {"combiner": {m: float(np.nanmean([r["combiner"][m] for r in rows])) for m in ("pearson", "spearman")},
+                   "features": {c: {m: float(np.nanmean([r["features"][c][m] for r in rows]))
+                                    for m in ("pearson", "spearman")} for c in columns}}
+    pr, prho = _corr(oof, y)
+    out["pooled"] = {"pearson": pr, "spearman": prho}
+    if systems is not None:
+        sr, srho = _system_corr(oof, y, systems)
+        out["system"] = {"pearson": sr, "spearman": srho, "systems": len(set(map(str, systems)))}
+        out["system_features"] = {}
+        for j, c in enumerate(columns):
+            fr, frho = _system_corr(X[:, j], y, systems)
+            out["system_features"][c] = {"pearson": fr, "spearman": frho}
+    out["oof"] = oof
+    return out
+
+
+def format_cv(report: dict[str, Any], title: str = "") -> str:
+    """The grouped cross-validation report as a Markdown table: the combiner out of fold, then each feature alone
+    (no fitting: its raw values on the same folds, signed as they come)."""
+    sys_on = "system" in report
+    head = ("| signal | mean of folds r / ρ | pooled out-of-fold r / ρ |"
+            + (" system level r / ρ |" if sys_on else ""))
+    lines = ([title, ""] if title else []) + [head, "|---|---|---|" + ("---|" if sys_on else "")]
+    m, p = report["mean"]["combiner"], report["pooled"]
+    row = f"| **combiner** | {m['pearson']:.3f} / {m['spearman']:.3f} | {p['pearson']:.3f} / {p['spearman']:.3f} |"
+    if sys_on:
+        row += f" {report['system']['pearson']:.3f} / {report['system']['spearman']:.3f} |"
+    lines.append(row)
+    for c in report["columns"]:
+        f = report["mean"]["features"][c]
+        row = f"| {c} | {f['pearson']:.3f} / {f['spearman']:.3f} | – |"
+        if sys_on:
+            sf = report["system_features"][c]
+            row += f" {sf['pearson']:.3f} / {sf['spearman']:.3f} |"
+        lines.append(row)
+    return "\n".join(lines)
+
+
 def format_lodo(report: dict[str, Any], title: str = "") -> str:
     """The leave-one-domain-out report as a Markdown table (rows: combiner, then each feature alone)."""
     doms = list(report["domains"])
@@ -419,4 +496,4 @@ def from_export(export_dir: Path, manifest: dict, **options: Any) -> CombinerSco
 
 
 __all__ = ["Feature", "parse_feature", "parse_features", "FeatureSet", "Fitted", "fit", "leave_one_domain_out",
-           "format_lodo", "save", "load_fitted", "CombinerScorer", "from_export", "KIND", "SPEC", "WEIGHTS"]
+           "format_lodo", "grouped_cross_validation", "format_cv", "save", "load_fitted", "CombinerScorer", "from_export", "KIND", "SPEC", "WEIGHTS"]

@@ -40,6 +40,25 @@ def _records(t, data_dir):
     return load_dataset(t.dataset, data_dir=data_dir, **to_dict(t.get("dataset_options")))
 
 
+def _groups(records, key) -> list[int]:
+    """The input group of each record for ``task.cv_folds``: by ``key`` (a record attribute or ``extra`` field) when
+    given, else by ``extra.test_eid`` where the records have one and by the MR (records sharing either are one
+    input: :func:`qe.core.folds.input_groups`); records with neither are each their own input."""
+    from qe.core.folds import input_groups
+
+    def value(r, k):
+        v = getattr(r, k, None) if hasattr(r, k) else r.extra.get(k)
+        return v if v not in (None, "") else f"\0{r.id}"
+
+    if key:
+        missing = [r.id for r in records if (getattr(r, key, None) if hasattr(r, key) else r.extra.get(key)) in (None, "")]
+        if missing:
+            raise ValueError(f"task.group_key={key}: record {missing[0]} has no {key!r} "
+                             f"({len(missing)} record(s) in all)")
+        return input_groups([value(r, key) for r in records])
+    return input_groups([value(r, "test_eid") for r in records], [value(r, "mr") for r in records])
+
+
 def run(cfg) -> dict[str, Any]:
     """Hydra runner (``cfg.task.runner``)."""
     from qe.training import log_metrics, plain_config
@@ -85,6 +104,27 @@ def run(cfg) -> dict[str, Any]:
             report["lodo_table"] = table
         else:
             log.warning("combiner: %s has one value (%s) - no leave-one-domain-out figure", key, domains[0])
+    folds = t.get("cv_folds")
+    if folds:
+        groups = _groups(keep, t.get("group_key"))
+        cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds),
+                                         seed=int(t.get("cv_seed", 1) or 1), systems=[r.system for r in keep])
+        oof = cv.pop("oof")
+        report["cv"] = cv
+        for k in ("pearson", "spearman"):
+            metrics[f"cv/mean/{k}"] = cv["mean"]["combiner"][k]
+            metrics[f"cv/pooled/{k}"] = cv["pooled"][k]
+            metrics[f"cv/system/{k}"] = cv["system"][k]
+        table = cb.format_cv(cv, f"Out of fold, {folds} folds of {cv['groups']} inputs (grouped by "
+                                 f"{t.get('group_key') or 'test_eid / MR'}): {t.dataset}, {rating} ({len(y)} records)")
+        print("\n" + table)
+        report["cv_table"] = table
+        out_dir = Path(cfg.paths.output_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with open(out_dir / "oof_predictions.jsonl", "w", encoding="utf-8") as f:
+            for r, v in zip(keep, oof):
+                f.write(dumps({"id": r.id, "system": r.system, "oof": float(v), "rating": float(r.ratings[rating])})
+                        + "\n")
     fitted = cb.fit(X, y, model)
     pred = fitted.predict(X)
     r_all, rho_all = cb._corr(pred, y)
@@ -98,8 +138,9 @@ def run(cfg) -> dict[str, Any]:
     out_dir = Path(cfg.paths.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "combiner_report.json").write_text(dumps(report, indent=2) + "\n", encoding="utf-8")
-    if "lodo_table" in report:
-        (out_dir / "combiner_report.md").write_text(report["lodo_table"] + "\n", encoding="utf-8")
+    tables = [report[k] for k in ("lodo_table", "cv_table") if k in report]
+    if tables:
+        (out_dir / "combiner_report.md").write_text("\n\n".join(tables) + "\n", encoding="utf-8")
     if cfg.get("export"):
         data = {"name": str(t.dataset), "rating": rating, "records": len(y),
                 "ids_sha256": hashlib.sha256("\n".join(r.id for r in keep).encode()).hexdigest()}

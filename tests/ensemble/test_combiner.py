@@ -86,6 +86,48 @@ def test_lodo_fits_without_the_held_out_domain():
         cb.leave_one_domain_out(X, y, ["A"] * len(y), ["f0", "f1"])
 
 
+def test_grouped_cv_keeps_an_input_out_of_its_own_fit():
+    """Each input's outputs share a per-input offset in the rating that the features cannot see; a fit that saw
+    other outputs of an input is not possible here, so the out-of-fold figure is each fold's fit on other inputs,
+    and the pooled predictions are exactly those fits' predictions."""
+    from qe.core.folds import input_folds
+
+    rng = np.random.default_rng(2)
+    groups = np.repeat(np.arange(40), 8)
+    X = rng.normal(size=(len(groups), 2))
+    y = 2 * X[:, 0] + rng.normal(size=40)[groups] + rng.normal(scale=0.1, size=len(groups))
+    systems = np.tile([f"s{k}" for k in range(8)], 40)
+    rep = cb.grouped_cross_validation(X, y, groups, ["f0", "f1"], folds=5, seed=3, systems=systems)
+    fold = input_folds(list(groups), 5, 3)
+    for g in range(40):
+        assert len(set(fold[groups == g])) == 1
+    k = 2
+    again = cb.fit(X[fold != k], y[fold != k])
+    np.testing.assert_allclose(rep["oof"][fold == k], again.predict(X[fold == k]))
+    assert rep["folds"][str(k)]["weights"] == pytest.approx(again.weights(["f0", "f1"]))
+    assert rep["pooled"]["pearson"] > 0.7 and rep["mean"]["features"]["f1"]["pearson"] < 0.3
+    assert rep["groups"] == 40 and rep["system"]["systems"] == 8 and set(rep["system_features"]) == {"f0", "f1"}
+    table = cb.format_cv({k: v for k, v in rep.items() if k != "oof"}, "t")
+    assert "**combiner**" in table and "system level" in table
+    with pytest.raises(ValueError, match="cannot fill 5 folds"):
+        cb.grouped_cross_validation(X[:16], y[:16], groups[:16], ["f0", "f1"], folds=5)
+
+
+def test_task_reports_out_of_fold_figures(tmp_path):
+    metrics = _run_task(tmp_path, "task.dataset=sample", "task.rating=quality", "task.domain_key=null",
+                        "task.cv_folds=3", "export=false")
+    assert {"cv/mean/spearman", "cv/pooled/pearson", "cv/system/pearson"} <= set(metrics)
+    assert not any(k.startswith("lodo/") for k in metrics)
+    report = json.loads((tmp_path / "run" / "combiner_report.json").read_text())
+    assert report["cv"]["k"] == 3 and "oof" not in report["cv"]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "oof_predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == report["records"] and all(np.isfinite(r["oof"]) for r in rows)
+    assert (tmp_path / "run" / "combiner_report.md").read_text().startswith("Out of fold, 3 folds")
+    with pytest.raises(ValueError, match="task.group_key=nope: record .* has no 'nope'"):
+        _run_task(tmp_path / "b", "task.dataset=sample", "task.rating=quality", "task.domain_key=null",
+                  "task.cv_folds=3", "task.group_key=nope", "export=false")
+
+
 def _run_task(tmp_path, *overrides):
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
