@@ -108,7 +108,7 @@ def run(cfg) -> dict[str, Any]:
     if folds:
         groups = _groups(keep, t.get("group_key"))
         cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds),
-                                         seed=int(t.get("cv_seed", 1) or 1), systems=[r.system for r in keep])
+                                         seed=int(1 if t.get("cv_seed") is None else t.cv_seed), systems=[r.system for r in keep])
         oof = cv.pop("oof")
         report["cv"] = cv
         for k in ("pearson", "spearman"):
