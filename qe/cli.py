@@ -1316,6 +1316,10 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in PASSTHROUGH:
+        from qe.core.runtime import stderr_is_terminal
+
+        if not stderr_is_terminal():  # qe zoo / train / evaluate / content into a log: no Hugging Face bars either
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         return _passthrough(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     if not _bar(args):

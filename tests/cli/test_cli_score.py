@@ -212,6 +212,18 @@ def test_quiet_runs_silence_the_hugging_face_bars_too(tmp_path, monkeypatch, cap
     assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
 
 
+def test_passthrough_commands_into_a_log_silence_the_hugging_face_bars(monkeypatch, capsys):
+    """qe zoo / train / evaluate / content with stderr not a terminal (pytest captures it): the HF bars are off too."""
+    import os
+
+    from qe.cli import main
+
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "")
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS")
+    assert main(["zoo", "list"]) == 0
+    assert os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1"
+
+
 def test_bad_input_leaves_no_empty_partial_output(tmp_path, capsys):
     from qe.cli import main
 
