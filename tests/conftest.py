@@ -72,6 +72,23 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
+def compose_cfg(tmp_path):
+    """compose(*overrides) -> DictConfig of conf/train.yaml (the packaged qe/conf) with every path inside tmp_path."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    conf = Path(__file__).resolve().parents[1] / "qe" / "conf"
+
+    def _compose(*overrides: str):
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+            return compose("train", overrides=[f"paths.output_dir={tmp_path}/run", f"paths.root_dir={tmp_path}",
+                                               f"export_dir={tmp_path}/export", *overrides])
+
+    return _compose
+
+
+@pytest.fixture
 def tiny_corpus() -> list[str]:
     return [
         "the cat sat on the mat .",

@@ -12,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
 from conftest import shared_data_dir
 
@@ -21,19 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 TASKS = sorted(p.stem for p in (CONF / "task").glob("*.yaml"))
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
-
-
-@pytest.fixture
-def compose_cfg(tmp_path):
-    """compose(*overrides) -> DictConfig of conf/train.yaml with every path inside tmp_path."""
-
-    def _compose(*overrides: str):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("train", overrides=[f"paths.output_dir={tmp_path}/run", f"paths.root_dir={tmp_path}",
-                                               f"export_dir={tmp_path}/export", *overrides])
-
-    return _compose
 
 
 @pytest.mark.parametrize("group,name", [("task", t) for t in TASKS] + [("experiment", e) for e in EXPERIMENTS])

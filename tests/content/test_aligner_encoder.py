@@ -228,21 +228,6 @@ def test_minilm_and_hub_names_are_unchanged():
 
 
 # ----------------------------------------------------------------------------------------------- configs
-@pytest.fixture
-def compose_cfg(tmp_path):
-    """compose(*overrides) -> conf/train.yaml with every path inside tmp_path (tests/cli/test_configs.py's helper)."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    def _compose(*overrides: str):
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            return compose("train", overrides=[f"paths.output_dir={tmp_path}/run", f"paths.root_dir={tmp_path}",
-                                               f"export_dir={tmp_path}/export", *overrides])
-
-    return _compose
-
-
 def test_model_mpnet_composes_with_its_encoder_and_learning_rate(compose_cfg):
     from qe.core.config import conf_defaults
 
@@ -328,7 +313,7 @@ def test_stages_resume_at_the_next_batch_and_end_with_the_same_weights(compose_c
         cfg = compose_cfg("experiment=content_aligner_mpnet", *tiny_run, *extra)
         cfg.paths.output_dir = str(tmp_path / folder)
         training.run_training(cfg)
-        ck = torch.load(tmp_path / folder / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
+        ck = torch.load(tmp_path / folder / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
         return rec.seen, ck
 
     whole, ck_whole = run("whole")
