@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.test_configs import NEEDS_DATA, _tiny_overrides, compose_cfg, tiny_hf  # noqa: F401,F811  (fixtures)
+from cli.test_configs import NEEDS_DATA, _tiny_overrides, tiny_hf  # noqa: F401,F811  (tiny_hf is a fixture; compose_cfg comes from tests/conftest.py)
 from conftest import shared_data_dir
 
 REPO = Path(__file__).resolve().parents[2]
