@@ -128,9 +128,14 @@ def calibrate(aligner, matcher, rows: list[dict]) -> dict[str, Any]:
     return out
 
 
+#: ``data.source=sample``: E2E-style (MR, text, MR written for) rows written for this project (names invented)
+SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "content_sample.csv"
+
+
 def read_rows(source: str, data_dir: str | None = None) -> list[dict[str, str]]:
-    """``e2e``: the cleaned E2E dev rows (``mr``, ``ref``, ``orig_mr``); else a CSV file with columns ``mr``,
-    ``ref`` and optionally ``orig_mr``."""
+    """``e2e``: the cleaned E2E dev rows (``mr``, ``ref``, ``orig_mr``); ``sample``: the 24 E2E-style rows shipped
+    in the package (:data:`SAMPLE`, invented venues; for smoke runs and the zoo's test recipe); else a CSV file with
+    columns ``mr``, ``ref`` and optionally ``orig_mr``."""
     if str(source) == "e2e":
         from qe.data.e2e import e2e_slot_gold
 
@@ -138,7 +143,8 @@ def read_rows(source: str, data_dir: str | None = None) -> list[dict[str, str]]:
     from qe.data.record import read_csv_rows, read_text
     from qe.core.paths import require
 
-    path = require(Path(str(source)).expanduser(), f"aligner training pairs ({source})")
+    path = SAMPLE if str(source) == "sample" else \
+        require(Path(str(source)).expanduser(), f"aligner training pairs ({source})")
     _, rows = read_csv_rows(read_text(path), str(path), required=("mr", "ref"))
     out = []
     for _, row in rows:

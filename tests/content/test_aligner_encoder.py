@@ -352,3 +352,25 @@ def test_real_mpnet_loads_through_encoder_path(tmp_path, monkeypatch):
         out = model(**tok(["name : the eagle"], ["the eagle is a pub ."], return_tensors="pt"))
     assert out.last_hidden_state.shape[-1] == 768
     assert offline.encoder_path("mpnet") == path  # assembled once
+
+
+def test_the_tiny_random_encoder_is_made_once_the_same_and_moves_no_random_stream(monkeypatch, tmp_path):
+    """``tiny-random-bert`` (the zoo's test recipes): a random 2-layer BERT written once into the zoo folder's cache,
+    the same weights wherever it is made (torch seed 0), without moving the caller's torch random stream."""
+    from safetensors.torch import load_file
+
+    monkeypatch.setenv("QE_MODELS", str(tmp_path / "a"))
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    p = Path(offline.encoder_path("tiny-random-bert"))
+    assert torch.rand(1) == before  # the caller's stream did not move
+    assert p == tmp_path / "a" / ".cache" / "encoders" / offline.TINY_DIR
+    assert {"config.json", "model.safetensors", "vocab.txt"} <= {f.name for f in p.iterdir()}
+    stamp = (p / "model.safetensors").stat().st_mtime_ns
+    assert Path(offline.encoder_path("Tiny-Random-BERT")) == p and (p / "model.safetensors").stat().st_mtime_ns == stamp
+    monkeypatch.setenv("QE_MODELS", str(tmp_path / "b"))
+    q = Path(offline.encoder_path("tiny-random-bert"))
+    wa, wb = load_file(p / "model.safetensors"), load_file(q / "model.safetensors")
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert not [f for f in q.parent.iterdir() if f.name.startswith(".")]  # no temporary folder left behind

@@ -160,6 +160,12 @@ OLD = {
         "trainer=cpu trainer.max_epochs=2 +trainer.limit_train_batches=4 +trainer.limit_val_batches=2 "
         "logger=none demo_sentences=[] test=false seed=42 trainer.enable_progress_bar=false",
         ""),
+    # added after the move (the content aligner's rebuild check), not printed from the old code
+    "_tiny-content-aligner": (
+        "task=content_aligner model.encoder=tiny-random-bert model.lr=1e-3 data.source=sample data.batch_size=8 "
+        "data.val_fraction=0.25 trainer=cpu trainer.max_steps=40 trainer.val_check_interval=20 logger=none "
+        "demo_sentences=[] seed=42 trainer.enable_progress_bar=false",
+        ""),
 }
 OLD_NEEDS = {
     "ratpred-emnlp17-s6-plus": ("ratpred-emnlp17-s6", "ratpred-emnlp17-s6-seed2", "ratpred-emnlp17-s6-minilm",
