@@ -171,6 +171,31 @@ def test_values_of_another_type_or_near_another_property_are_not_wrong():
     assert _st(al) == ["realised", "wrong"] and al.verdicts[1].said == "rice university"
 
 
+def test_one_number_left_in_a_sentence_about_the_subject_is_the_one_numeric_triple_left():
+    """Rule 4: no cue word ties "1,500" to the elevation, but the sentence is about the airport (named, or "It" after
+    a sentence that named it), one triple with a number is unanswered and one number is foreign: one wrong value, not
+    an omission plus a hallucinated number."""
+    mr = _mr(("Aarhus_Airport", "elevationAboveTheSeaLevel", "25.0"), ("Aarhus_Airport", "operatingOrganisation",
+                                                                     "Aktieselskab"))
+    for text in ["Aarhus Airport, operated by Aktieselskab, stands at 1,500.",
+                 "Aarhus Airport is operated by Aktieselskab. It stands at 1,500."]:
+        al = Matcher().align(mr, text)
+        assert _st(al) == ["wrong", "realised"] and al.verdicts[0].said == "1500" and al.hallucinated == [], text
+        assert al.verdicts[0].said_value == "1500"
+    # two numeric triples unanswered: which one the number is stays open - both omitted, the number hallucinated
+    mr2 = _mr(("Aarhus_Airport", "elevationAboveTheSeaLevel", "25.0"), ("Aarhus_Airport", "runwayLength", "2702.0"))
+    al = Matcher().align(mr2, "Aarhus Airport stands at 1,500.")
+    assert _st(al) == ["omitted", "omitted"] and [h["value"] for h in al.hallucinated] == ["1500"]
+    # a sentence about another entity: no pairing
+    mr3 = _mr(("Aarhus_Airport", "elevationAboveTheSeaLevel", "25.0"), ("Aarhus_Airport", "cityServed", "Aarhus"))
+    al = Matcher().align(mr3, "Aarhus Airport serves Aarhus. Copenhagen has 1,500 taxis.")
+    assert _st(al) == ["omitted", "realised"] and len(al.hallucinated) == 1
+    # a name is never paired so (no type to match by)
+    mr4 = _mr(("Aarhus_Airport", "operatingOrganisation", "Aktieselskab"), ("Aarhus_Airport", "cityServed", "Aarhus"))
+    al = Matcher().align(mr4, "Aarhus Airport serves Aarhus. It hosts Scandinavian Airlines.")
+    assert _st(al) == ["omitted", "realised"]
+
+
 def test_the_object_written_another_way_is_realised():
     for triple, text in [(("Serie_A", "champions", "Juventus_F.C."), "Serie A's champions are Juventus FC."),
                          (("Los_Angeles_Rams", "city", "Los_Angeles"), "The Los Angeles Rams are based in LA."),
