@@ -268,7 +268,7 @@ def _lift(p_given: float, p_base: float) -> float:
 
 def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 5,
          min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>",
-         mr_format: str = "auto") -> Lexicon:
+         mr_format: str = "auto", alias_lift: float = 4.0) -> Lexicon:
     """Mine a :class:`Lexicon` from ``(mr, text)`` pairs whose MR lists what the text realises.
 
     An n-gram ``g`` (1 to ``max_n`` tokens, seen in ``min_count`` texts or more, not only function words) is a
@@ -415,7 +415,34 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             kept[g] = compat
         sl.patterns = {g: c for g, c in kept.items() if c is not None}
         sl.triggers = [g for g, c in kept.items() if c is None]
+        if kinds[key] == "category" and alias_lift:
+            _add_aliases(sl, key, checkable, values[key], n_slot[key], gram_slot, gram_value, min_count, min_share,
+                         alias_lift)
     return lex
+
+
+def _add_aliases(sl: "SlotLexicon", key: str, checkable: set[str], counts: Counter, n_key: int, gram_slot, gram_value,
+                 min_count: int, min_share: float, lift: float) -> None:
+    """A value's other wordings: a pattern of value B that the texts of value A use far more often than the texts
+    of the slot's other values also realises A ("low rated" in 12 % of the E2E texts annotated ``1 out of 5``,
+    against 0-4 % of those of its other values; most texts holding it are ``low``'s). Kept as one more compatible
+    value of the pattern (count: the texts of A that hold it) when at least ``min_count`` texts of A hold it, that
+    is half of ``min_share`` of A's texts or more, and ``lift`` times the rate among the texts of the values
+    neither A nor compatible with it already."""
+    for g, compat in sl.patterns.items():
+        share = gram_value[(g, key)]
+        c = gram_slot[g].get(key, 0)
+        extra = {}
+        for a in sorted(checkable - set(compat)):
+            ga, na = share.get(a, 0), counts.get(a, 0)
+            if ga < min_count or not na or ga / na < min_share:
+                continue
+            inside = set(compat) | {a}
+            g_rest = c - sum(share.get(u, 0) for u in inside)
+            n_rest = n_key - sum(counts.get(u, 0) for u in inside)
+            if n_rest > 0 and ga / na >= lift * max(g_rest, 1) / n_rest:
+                extra[a] = ga
+        compat.update(extra)
 
 
 def _borrowed(g: str, key: str, own_words: set[str], others: dict[str, list[list[str]]],
