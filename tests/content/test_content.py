@@ -423,3 +423,28 @@ def test_a_slot_without_value_and_an_addition_in_one_output():
                                                         ("area", "realised")]
     assert [(h["slot"], h["value"]) for h in d.hallucinated] == [("familyFriendly", "yes")]
     assert all(isinstance(h["said"], str) and h["said"] for h in d.hallucinated)
+
+
+def test_the_miner_learns_a_values_other_wording_but_not_a_word_every_value_uses():
+    """alias_lift: "low" is written by a quarter of the texts annotated `1 out of 5` and by none of the texts of the
+    values other than `low` and `1 out of 5`, so it realises `1 out of 5` too, though most texts holding it are `low`'s;
+    `5 out of 5` texts never write it. With alias_lift=0, as before: `low` only."""
+    from qe.content import mine
+
+    names = [f"Venue{i}" for i in range(60)]
+    pairs = [(f"name[{n}], customer rating[low]", f"{n} has a low rating.") for n in names]
+    pairs += [(f"name[{n}], customer rating[1 out of 5]",
+               f"{n} has a low rating." if i % 4 == 0 else f"{n} is rated 1 out of 5.") for i, n in enumerate(names[:40])]
+    pairs += [(f"name[{n}], customer rating[high]", f"{n} has a high rating.") for n in names]
+    pairs += [(f"name[{n}], customer rating[5 out of 5]", f"{n} is rated 5 out of 5.") for n in names]
+    pairs += [(f"name[{n}], food[Italian]", f"{n} serves Italian food.") for n in names]  # texts without a rating
+    plain = mine(pairs, min_count=5, alias_lift=0).get("customer rating").patterns["low"]
+    assert set(plain) == {"low"}
+    compat = mine(pairs, min_count=5).get("customer rating").patterns["low"]
+    assert set(compat) == {"low", "1 out of 5"} and compat["1 out of 5"] == 10
+    m = Matcher(mine(pairs, min_count=5))
+    mr = "name[Venue7], customer rating[1 out of 5]"
+    al = m.align(mr, "Venue7 has a low rating.")
+    assert [v.status for v in al.verdicts] == ["realised", "realised"] and al.hallucinated == []
+    al = m.align("name[Venue7], customer rating[5 out of 5]", "Venue7 has a low rating.")
+    assert [v.status for v in al.verdicts] == ["realised", "wrong"]  # not an alias of 5 out of 5
