@@ -283,6 +283,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     (:func:`slot_kind`) are matched by their values' own surface forms only; their values are replaced by a
     placeholder in every text before counting, so a name never becomes a pattern of a slot it co-occurs with.
 
+    A category slot's pattern also realises a value whose texts use it ``alias_lift`` times more often than the texts
+    of the slot's other values (:func:`_add_aliases`: "low" for ``1 out of 5``; 0: off).
+
     Triples MRs (RDF) are skipped: their entities are matched by their own surface forms. ``mr_format``: how the MRs
     are read (:func:`qe.core.mr.parse_acts`; ``auto``: detected per MR)."""
     from qe.core.mr import TRIPLE_ACT, parse_acts
@@ -424,11 +427,11 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
 def _add_aliases(sl: "SlotLexicon", key: str, checkable: set[str], counts: Counter, n_key: int, gram_slot, gram_value,
                  min_count: int, min_share: float, lift: float) -> None:
     """A value's other wordings: a pattern of value B that the texts of value A use far more often than the texts
-    of the slot's other values also realises A ("low rated" in 12 % of the E2E texts annotated ``1 out of 5``,
-    against 0-4 % of those of its other values; most texts holding it are ``low``'s). Kept as one more compatible
-    value of the pattern (count: the texts of A that hold it) when at least ``min_count`` texts of A hold it, that
-    is half of ``min_share`` of A's texts or more, and ``lift`` times the rate among the texts of the values
-    neither A nor compatible with it already."""
+    of the slot's other values also realises A ("low" in 12 % of the E2E texts annotated ``1 out of 5``, against
+    0-4 % of those of its other values; most texts holding it are ``low``'s). Kept as one more compatible value of
+    the pattern (count: the texts of A that hold it) when at least ``min_count`` texts of A hold it, that is
+    ``min_share`` of A's texts or more, and ``lift`` times the rate among the texts of the values neither A nor
+    compatible with it already (docs/results/content-log.md, "A value's other wordings")."""
     for g, compat in sl.patterns.items():
         share = gram_value[(g, key)]
         c = gram_slot[g].get(key, 0)
