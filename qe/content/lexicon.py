@@ -371,6 +371,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                     _lift(gram_slot[g].get(key, 0) / cnt, p_slot) >= min_precision:
                 anchors.add(g)
         own_words = {t for v in checkable for t in v.split()}
+        name_words = set(norm_tokens(property_words(slot_names[key])))
         cands = []
         for g, cnt in gram_n.items():
             c = gram_slot[g].get(key, 0)
@@ -381,6 +382,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 continue
             if len(words) > 1 and _borrowed(g, key, own_words, others, gram_value, cnt, min_precision):
                 continue
+            if kinds[key] == "category" and not any(w in own_words or (w not in name_words and w not in stop)
+                                                    for w in words):
+                continue  # the slot's name and function words only ("food in the", "rating of"): no value's words
             share = gram_value[(g, key)]
             # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
             # an n-gram co-occurs with it says little

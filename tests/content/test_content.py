@@ -448,3 +448,22 @@ def test_the_miner_learns_a_values_other_wording_but_not_a_word_every_value_uses
     assert [v.status for v in al.verdicts] == ["realised", "realised"] and al.hallucinated == []
     al = m.align("name[Venue7], customer rating[5 out of 5]", "Venue7 has a low rating.")
     assert [v.status for v in al.verdicts] == ["realised", "wrong"]  # not an alias of 5 out of 5
+
+
+def test_a_pattern_of_the_slots_name_and_function_words_says_no_value():
+    """"food in the", written by the Chinese texts only, co-occurs with Chinese by accident of the data: it holds no
+    word of any value, so it is no pattern (it would read "English food in the day" as a second, Chinese food)."""
+    from qe.content import mine
+
+    names = [f"Venue{i}" for i in range(40)]
+    later = ("morning", "evening", "park", "town", "summer")  # each too rare to be a pattern itself
+    pairs = [(f"name[{n}], food[Chinese]", f"{n} serves Chinese food in the {later[i % 5]}.")
+             for i, n in enumerate(names[:20])]
+    pairs += [(f"name[{n}], food[English]", f"{n} serves English food.") for n in names[20:]]
+    pairs += [(f"name[{n}], food[Italian]", f"{n} serves Italian food.") for n in names[:20]]
+    pairs += [(f"name[{n}], area[riverside]", f"{n} is by the riverside.") for n in names]
+    food = mine(pairs, min_count=5).get("food")
+    assert not [g for g in food.patterns if g.startswith("food in")] and "chinese" in food.patterns
+    al = Matcher(mine(pairs, min_count=5)).align("name[Venue3], food[English]", "Venue3 serves English food in the day.")
+    assert [v.status for v in al.verdicts] == ["realised", "realised"]
+    assert not [h for h in al.hallucinated if h["slot"] == "food"]
