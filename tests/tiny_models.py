@@ -14,23 +14,15 @@ WORDS = ("the a an monkey took bunch of bananas on desk it red large is was and 
 
 
 def _tiny_tokenizer(d: Path):
-    from transformers import BertTokenizer
+    from qe.core.offline import tiny_bert_tokenizer
 
-    d.mkdir(parents=True, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(WORDS)) + list("abcdefghijklmnopqrstuvwxyz")
-    vocab += ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    vocab = list(dict.fromkeys(vocab))  # one line per token: ids are line numbers
-    (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return BertTokenizer.from_pretrained(str(d), do_lower_case=True)
+    return tiny_bert_tokenizer(d, sorted(set(WORDS)))
 
 
 def _tiny_config(tok, **kw):
-    from transformers import BertConfig
+    from qe.core.offline import tiny_bert_config
 
-    base = dict(vocab_size=len(tok.get_vocab()), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                intermediate_size=37, max_position_embeddings=512, type_vocab_size=2)
-    base.update(kw)
-    return BertConfig(**base)
+    return tiny_bert_config(len(tok.get_vocab()), **kw)
 
 
 def make_tiny(root: Path) -> dict:

@@ -643,12 +643,11 @@ class Matcher:
         # the references' own wrong dates and counts; docs/results/content-triples.md)
         free_c = [ci for ci in range(len(cands)) if ci not in done_c and cands[ci][2] == "number"
                   and not any(i in consumed for i in range(cands[ci][0], cands[ci][1]))]
-        by_sent: dict[tuple[int, bool], list[int]] = {}
+        by_sent: dict[int, list[int]] = {}
         for ci in free_c:
-            a, _, kind = cands[ci]
-            by_sent.setdefault((sentence[a], kind == "number"), []).append(ci)
-        for (sid, numeric), cis in sorted(by_sent.items()):
-            ks = [k for k in left if status[k] is None and _has_number(triples[k].o_txt) == numeric and about(k, sid)]
+            by_sent.setdefault(sentence[cands[ci][0]], []).append(ci)
+        for sid, cis in sorted(by_sent.items()):
+            ks = [k for k in left if status[k] is None and _has_number(triples[k].o_txt) and about(k, sid)]
             if len(ks) != 1 or len(cis) != 1:
                 continue
             (k,), (ci,) = ks, cis

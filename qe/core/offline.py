@@ -32,6 +32,7 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +235,28 @@ TINY_WORDS = ("the a an is are was in near by of and with not no it its has serv
               "english french italian indian chinese japanese fast located , . - ' 1 3 5 £ 20 25 30").split()
 
 
+def tiny_bert_tokenizer(folder: Path, words) -> Any:
+    """A lowercase WordPiece tokenizer over ``words`` (then single letters and ``##`` letters, so that any lowercase
+    word has pieces), its ``vocab.txt`` written into ``folder``: the vocabulary of every tiny random BERT (this
+    module's, the tests')."""
+    from transformers import BertTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *letters, *(f"##{c}" for c in letters)]
+    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")  # ids: line numbers
+    return BertTokenizer.from_pretrained(str(folder), do_lower_case=True)
+
+
+def tiny_bert_config(vocab_size: int, **kw: Any) -> Any:
+    """The config of every tiny random BERT: 2 layers, 32 wide, 2 heads (``kw``: e.g. ``num_labels``)."""
+    from transformers import BertConfig
+
+    return BertConfig(**{"vocab_size": vocab_size, "hidden_size": 32, "num_hidden_layers": 2,
+                         "num_attention_heads": 2, "intermediate_size": 37, "max_position_embeddings": 512,
+                         "type_vocab_size": 2, **kw})
+
+
 def tiny_random_bert_path() -> Path:
     """A 2-layer, 32-wide BERT with random weights (``torch.manual_seed(0)``) and a ~110-piece lowercase vocabulary
     (:data:`TINY_WORDS`), written once into ``<models>/.cache/encoders/tiny-random-bert-v1`` (safetensors) and reused.
@@ -243,17 +266,13 @@ def tiny_random_bert_path() -> Path:
     if (dest / "config.json").is_file():
         return dest
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizer
+    from transformers import BertModel
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_DIR}-", dir=dest.parent))
     try:
-        letters = "abcdefghijklmnopqrstuvwxyz"
-        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *TINY_WORDS, *letters, *(f"##{c}" for c in letters)]
-        (tmp / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-        tok = BertTokenizer.from_pretrained(str(tmp), do_lower_case=True)
-        config = BertConfig(vocab_size=len(tok.get_vocab()), hidden_size=32, num_hidden_layers=2,
-                            num_attention_heads=2, intermediate_size=37, max_position_embeddings=512)
+        tok = tiny_bert_tokenizer(tmp, TINY_WORDS)
+        config = tiny_bert_config(len(tok.get_vocab()))
         state = torch.random.get_rng_state()
         torch.manual_seed(0)
         try:

@@ -107,8 +107,9 @@ def run(cfg) -> dict[str, Any]:
     folds = t.get("cv_folds")
     if folds:
         groups = _groups(keep, t.get("group_key"))
-        cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds),
-                                         seed=int(1 if t.get("cv_seed") is None else t.cv_seed), systems=[r.system for r in keep])
+        seed = int(1 if t.get("cv_seed") is None else t.cv_seed)  # 0 is a seed, not "the default"
+        cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds), seed=seed,
+                                         systems=[r.system for r in keep])
         oof = cv.pop("oof")
         report["cv"] = cv
         for k in ("pearson", "spearman"):
