@@ -17,6 +17,7 @@ head, AdamW with warm-up and linear decay; shared with GRUEN's classifiers) with
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any, Sequence
@@ -130,6 +131,32 @@ def calibrate(aligner, matcher, rows: list[dict]) -> dict[str, Any]:
 
 #: ``data.source=sample``: E2E-style (MR, text, MR written for) rows written for this project (names invented)
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "content_sample.csv"
+#: ``data.source=sample-triples``: WebNLG-style (triples, text) rows written for this project (entities and facts
+#: invented), one JSON object a line with ``triples`` (``[[s, p, o], ...]``) and ``ref``
+SAMPLE_TRIPLES = SAMPLE.with_name("content_sample_triples.jsonl")
+
+
+def read_triple_rows(path: Path = SAMPLE_TRIPLES) -> list[dict]:
+    """Rows ``{"mr", "ref", "triples"}`` (as :func:`~qe.content.aligner_triples.rows_from_entries` makes them) of a
+    JSONL file of ``{"triples": [[s, p, o], ...], "ref": text}`` objects."""
+    from qe.data.webnlg import triples_mr
+    from qe.errors import RecordError
+
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{path}:{i}: not a JSON object ({exc.msg})") from None
+        triples = obj.get("triples") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or not isinstance(obj.get("ref"), str) or not triples or not all(
+                isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
+            raise RecordError(f"{path}:{i}: a row needs 'triples' (a list of [subject, property, object] strings) "
+                              "and a string 'ref'")
+        rows.append({"mr": triples_mr(triples), "ref": obj["ref"].strip(), "triples": [tuple(t) for t in triples]})
+    return rows
 
 
 def read_rows(source: str, data_dir: str | None = None) -> list[dict[str, str]]:
@@ -177,7 +204,7 @@ def build_content_aligner(cfg: DictConfig) -> TaskParts:
     from qe.hf.data import TextClassificationDataModule
 
     d = cfg.data
-    if str(d.source) == "webnlg":
+    if str(d.source) in ("webnlg", "sample-triples"):
         return build_triples(cfg)
     rows = read_rows(str(d.source), cfg.paths.data_dir)
     held_out = [int(k) for k in (d.get("held_out") or [])]
@@ -231,8 +258,10 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     from qe.hf.data import TextClassificationDataModule
 
     d = cfg.data
-    rows = rows_from_entries(webnlg_entries("train", cfg.paths.data_dir), np.random.default_rng(int(cfg.seed)),
-                             int(d.get("lexes_per_entry", 1)))
+    sample = str(d.source) == "sample-triples"
+    rows = read_triple_rows() if sample else rows_from_entries(
+        webnlg_entries("train", cfg.paths.data_dir), np.random.default_rng(int(cfg.seed)),
+        int(d.get("lexes_per_entry", 1)))
     train_rows, val_rows = split_rows(rows, int(d.folds), int(d.fold_seed), [], float(d.val_fraction))
     matcher, inventory = Matcher(), TripleInventory.from_rows(train_rows)
     p_found = float(d.get("p_found", 0.5))
@@ -254,7 +283,7 @@ def build_triples(cfg: DictConfig) -> TaskParts:
                                       batch_size=int(d.batch_size), max_length=int(d.max_length),
                                       num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
     counts = kind_counts(train)
-    dm.data_info = {"name": "webnlg2020-train", "rows": len(rows), "train_rows": len(train_rows),
+    dm.data_info = {"name": "webnlg-sample" if sample else "webnlg2020-train", "rows": len(rows), "train_rows": len(train_rows),
                     "val_rows": len(val_rows), "train_pairs": len(train), "val_pairs": len(val),
                     "calibration_pairs": len(val_all), "lexes_per_entry": int(d.get("lexes_per_entry", 1)),
                     "p_found": p_found, "prop_negatives": prop, **{f"pairs_{k}": v for k, v in counts.items()}}

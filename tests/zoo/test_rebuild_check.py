@@ -1,15 +1,18 @@
-"""The zoo's rebuild check of the content aligner: the test recipe ``_tiny-content-aligner`` (a random tiny BERT on the
-shipped sample rows, seconds) is rebuilt from this checkout and verified against its published fingerprint
-(qe/resources/fingerprints/_tiny-content-aligner.json). The aligner's training labels are vetoed by the matcher and
-its probe scores go through the matcher, so a change to the matcher makes this test fail: a deliberate change
-republishes the file (docs/results/zoo.md, "The rebuild check") and rebuilds content-aligner-e2e / -webnlg."""
+"""The zoo's rebuild check of the content aligner: the test recipes ``_tiny-content-aligner`` (a random tiny BERT on
+the shipped E2E-style sample rows, probed with E2E attribute lists and dialogue acts) and
+``_tiny-content-aligner-triples`` (the same on the shipped WebNLG-style triple rows, probed with RDF triples) are
+rebuilt from this checkout, seconds each, and verified against their published fingerprints
+(qe/resources/fingerprints/). The aligner's training labels are vetoed by the matcher and its probe scores go through
+the matcher, so a change to the matcher (its attribute-list rules or its triple rules) makes this test fail: a
+deliberate change republishes the file (docs/results/zoo.md, "The rebuild check") and rebuilds the content-aligner
+models."""
 from __future__ import annotations
 
 import pytest
 
 from qe.zoo import build as zoo
 
-NAME = "_tiny-content-aligner"
+NAMES = ("_tiny-content-aligner", "_tiny-content-aligner-triples")
 
 
 @pytest.fixture(scope="module")
@@ -18,20 +21,31 @@ def rebuilt(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("QE_MODELS", str(models))  # the tiny encoder is made under <models>/.cache/encoders
     try:
-        zoo.build(NAME, models, quiet=True)
+        for name in NAMES:
+            zoo.build(name, models, quiet=True)
         yield models
     finally:
         mp.undo()
 
 
-def test_a_content_aligner_rebuilt_from_this_checkout_matches_its_published_build(rebuilt, capsys):
-    assert zoo.published_fingerprint(NAME) is not None
-    rc = zoo.verify([NAME], rebuilt, against="published", live=True)
+@pytest.mark.parametrize("name", NAMES)
+def test_a_content_aligner_rebuilt_from_this_checkout_matches_its_published_build(rebuilt, capsys, name):
+    assert zoo.published_fingerprint(name) is not None
+    rc = zoo.verify([name], rebuilt, against="published", live=True)
     out = capsys.readouterr().out
     assert rc == 0, ("the content aligner's rebuild check failed: the matcher (or the aligner's training) changed what "
-                     "it decides. If that is meant, republish qe/resources/fingerprints/_tiny-content-aligner.json "
+                     f"it decides. If that is meant, republish qe/resources/fingerprints/{name}.json "
                      "(docs/results/zoo.md, 'The rebuild check') and rebuild the content-aligner models.\n" + out)
     assert "scored now" in out or "equivalent" in out
+
+
+@pytest.mark.parametrize("name, probes", [("_tiny-content-aligner", "mr_outputs"),
+                                          ("_tiny-content-aligner-triples", "mr_triples")])
+def test_each_recipe_is_probed_in_its_own_mr_format(rebuilt, name, probes):
+    import json
+
+    published = json.loads(zoo.published_fingerprint(name).read_text(encoding="utf-8"))
+    assert published["fingerprint"]["probe_set"] == probes
 
 
 def test_a_matcher_change_shows_up_even_when_the_bits_are_the_same(rebuilt, capsys, monkeypatch):
@@ -49,9 +63,34 @@ def test_a_matcher_change_shows_up_even_when_the_bits_are_the_same(rebuilt, caps
         return a
 
     monkeypatch.setattr(Matcher, "align", blind_to_areas)
-    assert zoo.verify([NAME], rebuilt, against="published") == 0  # the bits alone: nothing is scored
-    assert capsys.readouterr().out.startswith(f"{NAME}: bit-identical")
-    assert zoo.verify([NAME], rebuilt, against="published", live=True) == 1
+    name = "_tiny-content-aligner"
+    assert zoo.verify([name], rebuilt, against="published") == 0  # the bits alone: nothing is scored
+    assert capsys.readouterr().out.startswith(f"{name}: bit-identical")
+    assert zoo.verify([name], rebuilt, against="published", live=True) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"{NAME}: different from the published build")
+    assert out.startswith(f"{name}: different from the published build")
     assert "the code around the model changed" in out and "probe " in out  # the probes that moved are listed
+
+
+def test_a_change_to_the_triple_rules_alone_shows_up_in_the_triple_check_only(rebuilt, capsys, monkeypatch):
+    """A triple-only matcher change (a wrong object read as realised again, the error the relation-aware rules
+    fixed) leaves the attribute-list check equivalent and makes the triple check fail, naming a probe whose object
+    is wrong."""
+    from qe.content.align import Matcher
+
+    real = Matcher._align_triples
+
+    def wrong_reads_as_realised(self, facts, output):
+        a = real(self, facts, output)
+        for v in a.verdicts:
+            if v.status == "wrong":
+                v.status = "realised"
+        return a
+
+    monkeypatch.setattr(Matcher, "_align_triples", wrong_reads_as_realised)
+    assert zoo.verify(["_tiny-content-aligner"], rebuilt, against="published", live=True) == 0
+    capsys.readouterr()
+    assert zoo.verify(["_tiny-content-aligner-triples"], rebuilt, against="published", live=True) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("_tiny-content-aligner-triples: different from the published build")
+    assert "Marta Velasquez was born in Madrid in 1975." in out  # birthPlace Tarragona: a wrong object

@@ -166,6 +166,11 @@ OLD = {
         "data.val_fraction=0.25 trainer=cpu trainer.max_steps=40 trainer.val_check_interval=20 logger=none "
         "demo_sentences=[] seed=42 trainer.enable_progress_bar=false",
         ""),
+    "_tiny-content-aligner-triples": (
+        "task=content_aligner model.encoder=tiny-random-bert model.lr=1e-3 data.source=sample-triples "
+        "data.batch_size=8 data.val_fraction=0.25 trainer=cpu trainer.max_steps=40 trainer.val_check_interval=20 "
+        "logger=none demo_sentences=[] seed=42 trainer.enable_progress_bar=false",
+        ""),
 }
 OLD_NEEDS = {
     "ratpred-emnlp17-s6-plus": ("ratpred-emnlp17-s6", "ratpred-emnlp17-s6-seed2", "ratpred-emnlp17-s6-minilm",
