@@ -54,8 +54,10 @@ RDF triples: each triple is one fact, decided in four steps.
    (:data:`CUE_MAX_PROPERTIES`); failing those, by its type alone: a name right after "in" / "from" / "at" for a place
    property (:data:`PLACE_PROPERTIES`; only "from" for a nationality or origin: "is from Italy"), a demonym for a
    nationality ("an Austrian astronomer"), or a value ending with the object's last word ("Sony Records" for
-   ``Philips_Records``). A value nearer another property's cues is that property's; each value answers one triple
-   and each triple takes its nearest value.
+   ``Philips_Records``). A value nearer another property's cues is that property's, unless every triple of that
+   property is already answered ("discovered by the Austrian astronomer Walter Baade": the discoverer found,
+   "discovered" does not claim "Austrian" from the nationality); each value answers one triple and each triple
+   takes its nearest value.
 4. ``wrong`` by one and one: a sentence about the subject (naming it, or a pronoun after a sentence that named it)
    that leaves exactly one triple with a number unanswered and states exactly one number the MR does not hold, tied
    to no triple by rule 3: that number is the triple's other object ("its runway is 1,200 metres long" for
@@ -579,6 +581,10 @@ class Matcher:
             cue_pos.setdefault("~" + side, []).append((i, j, 0.0))
         pairs = []
         names = list(dict.fromkeys(x for t in triples for x in (t.s_txt, t.o_txt)))
+        # a property whose every triple is already settled (its object found) has stated its value: its words do not
+        # claim another ("discovered by the Austrian astronomer Walter Baade": "Austrian" is not the discoverer's)
+        open_keys = {triples[k].key for k in pending}
+        settled = {t.key for t in triples} - open_keys
         for ci, (a, b, kind) in enumerate(cands):
             same = [k for k in pending if _has_number(triples[k].o_txt) == (kind == "number")
                     and _same_value(tokens, raw, a, b, taken, triples[k].o_txt, kind, cased)]
@@ -604,7 +610,7 @@ class Matcher:
                 if kind == "words" and d > WORDS_DISTANCE:
                     continue  # plain words need their property's words right by them ("performs jazz")
                 its = {t.key, "~" + CONTRADICTING[t.key][0]} if t.key in CONTRADICTING else {t.key}
-                if any(d2 < d for q, d2 in dist.items() if q not in its):
+                if any(d2 < d for q, d2 in dist.items() if q not in its and q not in settled):
                     continue  # the value is nearer another property's words: it states that one
                 pairs.append((d, a, k, ci))
         done_k, done_c = set(), set()

@@ -301,3 +301,21 @@ def test_a_bad_triple_row_names_its_file_and_line(tmp_path):
                  encoding="utf-8")
     with pytest.raises(RecordError, match=r"rows\.jsonl:3: a row needs 'triples'"):
         read_triple_rows(p)
+
+
+# ------------------------------------------------- rule 3: the words of a property already answered claim nothing
+@pytest.mark.parametrize("triples, output, prop, said", [
+    ([["4471_Velmora", "discoverer", "Ansgar_Thiel"], ["Ansgar_Thiel", "nationality", "Germany"]],
+     "4471 Velmora was discovered by the Austrian astronomer Ansgar Thiel.", "nationality", "austrian"),
+    ([["Kerrow_Hall", "location", "Dunmere"], ["Kerrow_Hall", "country", "India"]],
+     "Kerrow Hall is located in Dunmere, in Pakistan.", "country", "pakistan"),
+])
+def test_a_value_by_an_answered_propertys_words_is_the_open_triples_other_object(triples, output, prop, said):
+    """"Discovered by the Austrian astronomer": the discoverer is found (Ansgar Thiel), so "discovered" no longer
+    claims "Austrian" for itself; the nationality is wrong, said Austrian - one error, not an omission plus a
+    hallucinated word. Likewise "located in Dunmere, in Pakistan" once the location is found."""
+    al = Matcher().align(json.dumps(triples), output)
+    v = next(v for v in al.verdicts if v.slot == prop)
+    assert (v.status, v.said) == ("wrong", said)
+    assert [x.status for x in al.verdicts if x.slot != prop] == ["realised"]
+    assert al.hallucinated == []
