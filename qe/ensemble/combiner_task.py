@@ -59,6 +59,19 @@ def _groups(records, key) -> list[int]:
     return input_groups([value(r, "test_eid") for r in records], [value(r, "mr") for r in records])
 
 
+def _cv_seeds(value: Any) -> list[int]:
+    """``task.cv_seed``: one seed (an int; null: 1) or a list of them (each one fold assignment of the inputs,
+    reported apart and as their mean: the feature scores are computed once)."""
+    if value is None:
+        return [1]  # 0 is a seed, not "the default"
+    if isinstance(value, (list, tuple)) or (hasattr(value, "__iter__") and not isinstance(value, (str, bytes))):
+        seeds = [int(v) for v in value]
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"task.cv_seed={list(value)}: give one seed or a list of distinct seeds")
+        return seeds
+    return [int(value)]
+
+
 def run(cfg) -> dict[str, Any]:
     """Hydra runner (``cfg.task.runner``)."""
     from qe.training import log_metrics, plain_config
@@ -107,25 +120,49 @@ def run(cfg) -> dict[str, Any]:
     folds = t.get("cv_folds")
     if folds:
         groups = _groups(keep, t.get("group_key"))
-        seed = int(1 if t.get("cv_seed") is None else t.cv_seed)  # 0 is a seed, not "the default"
-        cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds), seed=seed,
-                                         systems=[r.system for r in keep])
-        oof = cv.pop("oof")
-        report["cv"] = cv
-        for k in ("pearson", "spearman"):
-            metrics[f"cv/mean/{k}"] = cv["mean"]["combiner"][k]
-            metrics[f"cv/pooled/{k}"] = cv["pooled"][k]
-            metrics[f"cv/system/{k}"] = cv["system"][k]
-        table = cb.format_cv(cv, f"Out of fold, {folds} folds of {cv['groups']} inputs (grouped by "
-                                 f"{t.get('group_key') or 'test_eid / MR'}): {t.dataset}, {rating} ({len(y)} records)")
-        print("\n" + table)
-        report["cv_table"] = table
+        seeds = _cv_seeds(t.get("cv_seed"))
         out_dir = Path(cfg.paths.output_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        with open(out_dir / "oof_predictions.jsonl", "w", encoding="utf-8") as f:
-            for r, v in zip(keep, oof):
-                f.write(dumps({"id": r.id, "system": r.system, "oof": float(v), "rating": float(r.ratings[rating])})
-                        + "\n")
+        per_seed: dict[str, Any] = {}
+        for i, seed in enumerate(seeds):
+            cv = cb.grouped_cross_validation(X, y, groups, fs.columns, model, folds=int(folds), seed=seed,
+                                             systems=[r.system for r in keep])
+            oof = cv.pop("oof")
+            cv["seed"] = seed
+            per_seed[str(seed)] = cv
+            where = "" if len(seeds) == 1 else f" fold seed {seed},"
+            table = cb.format_cv(cv, f"Out of fold,{where} {folds} folds of {cv['groups']} inputs (grouped by "
+                                     f"{t.get('group_key') or 'test_eid / MR'}): {t.dataset}, {rating} "
+                                     f"({len(y)} records)")
+            print("\n" + table)
+            if i == 0:  # the first seed's figures keep the names of a one-seed run
+                report["cv"], report["cv_table"] = cv, table
+                for k in ("pearson", "spearman"):
+                    metrics[f"cv/mean/{k}"] = cv["mean"]["combiner"][k]
+                    metrics[f"cv/pooled/{k}"] = cv["pooled"][k]
+                    metrics[f"cv/system/{k}"] = cv["system"][k]
+            else:
+                report["cv_table"] += "\n\n" + table
+            name = "oof_predictions.jsonl" if i == 0 else f"oof_predictions_seed{seed}.jsonl"
+            with open(out_dir / name, "w", encoding="utf-8") as f:
+                for r, v in zip(keep, oof):
+                    f.write(dumps({"id": r.id, "system": r.system, "oof": float(v),
+                                   "rating": float(r.ratings[rating])}) + "\n")
+        if len(seeds) > 1:
+            summary = {k: float(np.mean([c["pooled"][k] for c in per_seed.values()])) for k in ("pearson", "spearman")}
+            summary.update({f"system_{k}": float(np.mean([c["system"][k] for c in per_seed.values()]))
+                            for k in ("pearson", "spearman")})
+            report["cv_seeds"] = {"seeds": seeds, "per_seed": per_seed, "mean_of_seeds": summary}
+            for k in ("pearson", "spearman"):
+                metrics[f"cv/seeds_mean/pooled_{k}"] = summary[k]
+                metrics[f"cv/seeds_mean/system_{k}"] = summary[f"system_{k}"]
+            line = (f"Pooled out-of-fold figures over fold seeds {', '.join(map(str, seeds))}: Spearman "
+                    + " / ".join(f"{c['pooled']['spearman']:.3f}" for c in per_seed.values())
+                    + f" (mean {summary['spearman']:.3f}), Pearson "
+                    + " / ".join(f"{c['pooled']['pearson']:.3f}" for c in per_seed.values())
+                    + f" (mean {summary['pearson']:.3f}); system Pearson mean {summary['system_pearson']:.3f}")
+            print("\n" + line)
+            report["cv_table"] += "\n\n" + line
     fitted = cb.fit(X, y, model)
     pred = fitted.predict(X)
     r_all, rho_all = cb._corr(pred, y)

@@ -128,6 +128,28 @@ def test_task_reports_out_of_fold_figures(tmp_path):
                   "task.cv_folds=3", "task.group_key=nope", "export=false")
 
 
+def test_task_reports_several_fold_seeds_from_one_scoring(tmp_path):
+    """``task.cv_seed=[1,2,3]``: each seed's figures, the first under the one-seed names, and their mean; the first
+    seed's figures equal a run with that seed alone."""
+    one = _run_task(tmp_path / "one", "task.dataset=sample", "task.rating=quality", "task.domain_key=null",
+                    "task.cv_folds=3", "task.cv_seed=2", "export=false")
+    many = _run_task(tmp_path / "many", "task.dataset=sample", "task.rating=quality", "task.domain_key=null",
+                     "task.cv_folds=3", "task.cv_seed=[2,5,7]", "export=false")
+    assert many["cv/pooled/spearman"] == pytest.approx(one["cv/pooled/spearman"])
+    report = json.loads((tmp_path / "many" / "run" / "combiner_report.json").read_text())
+    per = report["cv_seeds"]["per_seed"]
+    assert report["cv_seeds"]["seeds"] == [2, 5, 7] and list(per) == ["2", "5", "7"]
+    mean = np.mean([per[k]["pooled"]["spearman"] for k in per])
+    assert many["cv/seeds_mean/pooled_spearman"] == pytest.approx(mean)
+    assert len({per[k]["pooled"]["spearman"] for k in per}) > 1  # other fold assignments, other figures
+    run = tmp_path / "many" / "run"
+    assert (run / "oof_predictions.jsonl").is_file() and (run / "oof_predictions_seed7.jsonl").is_file()
+    assert "Pooled out-of-fold figures over fold seeds 2, 5, 7" in (run / "combiner_report.md").read_text()
+    with pytest.raises(ValueError, match="distinct seeds"):
+        _run_task(tmp_path / "bad", "task.dataset=sample", "task.rating=quality", "task.domain_key=null",
+                  "task.cv_folds=3", "task.cv_seed=[1,1]", "export=false")
+
+
 def _run_task(tmp_path, *overrides):
     from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
