@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +112,18 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                 stage_resume = resume and str(proto.get("resume", "subrun")) == "stage"
                 if not stage_resume and sub.exists():
                     shutil.rmtree(sub)  # exact resume: an unfinished sub-run starts again from its seed
-                run_info, rows = _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub,
-                                          stage_resume, export=bool(cfg.get("export")) and sub == first_dir,
-                                          n_records=len(records), target=target)
+                try:
+                    run_info, rows = _run_one(cfg, proto, d, setup, sources, pool, seed, fold, train, dev, test, sub,
+                                              stage_resume, export=bool(cfg.get("export")) and sub == first_dir,
+                                              n_records=len(records), target=target)
+                except SystemExit as exc:
+                    if exc.code == 143 and not stage_resume:  # SIGTERM: the "resume with" line would mislead
+                        msg = (f"note: protocol.resume=subrun (the default) restarts the unfinished sub-run {sub.name} "
+                               "from its start when rerun, which is exact but loses its steps so far; add "
+                               "protocol.resume=stage to the rerun to continue from its last.ckpt (not bit-identical)")
+                        log.warning(msg)
+                        print(msg, file=sys.stderr, flush=True)
+                    raise
             if fold in labels:
                 run_info["label"] = labels[fold]
             runs.append(run_info)

@@ -816,3 +816,24 @@ def test_runner_sentence_encoder_uses_disk_cache(tmp_path):
     got = qe.load(tmp_path / "export", rounded=False).score([recs[r["id"]].output for r in rows],
                                                          mrs=[recs[r["id"]].mr for r in rows], progress=False)
     assert np.allclose(got, [r["raw"] for r in rows], atol=1e-5)
+
+
+@pytest.mark.parametrize("mode, noted", [("subrun", True), ("stage", False)])
+def test_a_stopped_subrun_says_whether_a_rerun_restarts_it(tmp_path, monkeypatch, capsys, mode, noted):
+    """SIGTERM stops a sub-run (qe.training.fit prints "resume with: ..." and exits 143). With protocol.resume=subrun,
+    the default, that rerun restarts the sub-run from its start: a one-sub-run recipe (ratpred-webnlg-cross) would
+    silently lose hours, so the runner says so and names protocol.resume=stage; with stage it resumes, no note."""
+    from qe.ratpred import task as rtask
+    from qe.training import run_training
+
+    def stopped(*a, **k):
+        raise SystemExit(143)
+
+    monkeypatch.setattr(rtask, "_run_one", stopped)
+    cfg = _compose_ratpred(tmp_path, "protocol.folds=[0]", f"protocol.resume={mode}")
+    with pytest.raises(SystemExit) as e:
+        run_training(cfg)
+    assert e.value.code == 143
+    err = capsys.readouterr().err
+    assert ("restarts the unfinished sub-run seed1_fold0 from its start" in err) is noted
+    assert ("protocol.resume=stage" in err) is noted
