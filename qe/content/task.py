@@ -250,7 +250,8 @@ def build_triples(cfg: DictConfig) -> TaskParts:
     """``data.source=webnlg``: pairs generated from the WebNLG 2020 training entries
     (:mod:`qe.content.aligner_triples`), ``lexes_per_entry`` reference texts per entry; ``val_fraction`` of the
     triple sets (grouped by entry MR) validate and choose the threshold on P(realised). The dev split is never read
-    here."""
+    here. ``data.source=sample-triples``: the 30 WebNLG-style rows shipped in the package (:data:`SAMPLE_TRIPLES`,
+    the zoo's triple test recipe) instead of the training entries."""
     from qe.content import Matcher
     from qe.content.aligner_data import Inventory
     from qe.content.aligner_triples import TripleInventory, kind_counts, make_triple_examples, rows_from_entries
@@ -283,8 +284,8 @@ def build_triples(cfg: DictConfig) -> TaskParts:
                                       batch_size=int(d.batch_size), max_length=int(d.max_length),
                                       num_workers=int(d.get("num_workers", 0)), seed=int(cfg.seed))
     counts = kind_counts(train)
-    dm.data_info = {"name": "webnlg-sample" if sample else "webnlg2020-train", "rows": len(rows), "train_rows": len(train_rows),
-                    "val_rows": len(val_rows), "train_pairs": len(train), "val_pairs": len(val),
+    dm.data_info = {"name": "webnlg-sample" if sample else "webnlg2020-train", "rows": len(rows),
+                    "train_rows": len(train_rows), "val_rows": len(val_rows), "train_pairs": len(train), "val_pairs": len(val),
                     "calibration_pairs": len(val_all), "lexes_per_entry": int(d.get("lexes_per_entry", 1)),
                     "p_found": p_found, "prop_negatives": prop, **{f"pairs_{k}": v for k, v in counts.items()}}
     dm.aligner_info = {"inventory": Inventory({}), "matcher": matcher, "val_rows": val_rows, "triples": True,
