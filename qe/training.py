@@ -17,6 +17,7 @@ Scorers never import this module.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import sys
@@ -424,6 +425,8 @@ def fit(cfg: DictConfig, module: pl.LightningModule, datamodule: pl.LightningDat
     if ckpt:
         log.info("resuming from %s", ckpt)
     kw: dict[str, Any] = {"ckpt_path": ckpt}
+    if ckpt and "weights_only" in inspect.signature(trainer.fit).parameters:
+        kw["weights_only"] = True  # tensors and plain data only: a checkpoint is never unpickled (Lightning: False)
     if datamodule is not None:
         kw["datamodule"] = datamodule
     else:

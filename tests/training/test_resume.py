@@ -77,3 +77,41 @@ def test_sigterm_saves_and_exits_promptly(tmp_path):
     assert time.time() - t1 < 15, "did not exit within 15 s of SIGTERM"
     assert p.returncode == 143, out[-2000:]
     assert "checkpoint written to" in out and ck.stat().st_mtime_ns > first and readable_checkpoint(ck)
+
+
+class _Planted:
+    """Not a tensor or plain data: unpickling it would run this module's code."""
+
+    loaded = False
+
+    def __setstate__(self, state):
+        _Planted.loaded = True
+        self.__dict__.update(state)
+
+
+def test_resume_never_unpickles_what_a_checkpoint_holds(tmp_path, monkeypatch):
+    """A resume asks Lightning for ``weights_only=True`` (its default, None, loads with False and would unpickle
+    anything): a checkpoint holding an object is refused, and the object's code never runs."""
+    import functools
+    import pickle
+
+    import lightning.pytorch as pl
+
+    run_training(_cfg(tmp_path, "trainer.max_epochs=1"))
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    ck = torch.load(last, weights_only=True)
+    ck["planted"] = _Planted()
+    torch.save(ck, last)
+    asked = []
+    real_fit = pl.Trainer.fit
+
+    @functools.wraps(real_fit)  # the same signature (qe asks for weights_only only where Lightning takes it)
+    def fit(self, *a, **kw):
+        asked.append(kw.get("weights_only"))
+        return real_fit(self, *a, **kw)
+
+    monkeypatch.setattr(pl.Trainer, "fit", fit)
+    _Planted.loaded = False
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        run_training(_cfg(tmp_path, "trainer.max_epochs=2", "ckpt_path=last"))
+    assert asked == [True] and not _Planted.loaded
