@@ -30,7 +30,7 @@ TEXT_FIELDS = ("text", "ref", "output")
 def read_pairs(path: str | Path, text_field: str | None = None, mr_field: str = "mr",
                fmt: str = "auto") -> list[tuple[str, str, str]]:
     """``[(mr, text, where), ...]`` from a CSV or JSONL file (module docstring); ``where`` is ``file:line``."""
-    from qe.data.record import read_csv_rows, read_text
+    from qe.data.record import jsonl_objects, read_csv_rows, read_text
 
     p = Path(path)
     text = read_text(p)
@@ -43,16 +43,7 @@ def read_pairs(path: str | Path, text_field: str | None = None, mr_field: str = 
     if fmt == "csv":
         _, rows = read_csv_rows(text, str(p), required=[mr_field])
     else:
-        for ln, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RecordError(f"{p}:{ln}: not a JSON object ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(d, dict):
-                raise RecordError(f"{p}:{ln}: expected a JSON object, found {type(d).__name__}")
-            rows.append((ln, d))
+        rows = list(jsonl_objects(text, str(p)))
     out = []
     for ln, d in rows:
         where = f"{p}:{ln}"

@@ -17,7 +17,6 @@ head, AdamW with warm-up and linear decay; shared with GRUEN's classifiers) with
 """
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Sequence
@@ -139,19 +138,14 @@ SAMPLE_TRIPLES = SAMPLE.with_name("content_sample_triples.jsonl")
 def read_triple_rows(path: Path = SAMPLE_TRIPLES) -> list[dict]:
     """Rows ``{"mr", "ref", "triples"}`` (as :func:`~qe.content.aligner_triples.rows_from_entries` makes them) of a
     JSONL file of ``{"triples": [[s, p, o], ...], "ref": text}`` objects."""
+    from qe.data.record import jsonl_objects, read_text
     from qe.data.webnlg import triples_mr
     from qe.errors import RecordError
 
     rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}:{i}: not a JSON object ({exc.msg})") from None
-        triples = obj.get("triples") if isinstance(obj, dict) else None
-        if not isinstance(obj, dict) or not isinstance(obj.get("ref"), str) or not triples or not all(
+    for i, obj in jsonl_objects(read_text(path), str(path)):
+        triples = obj.get("triples")
+        if not isinstance(obj.get("ref"), str) or not isinstance(triples, list) or not triples or not all(
                 isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t) for t in triples):
             raise RecordError(f"{path}:{i}: a row needs 'triples' (a list of [subject, property, object] strings) "
                               "and a string 'ref'")

@@ -20,7 +20,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from qe.core.jsonio import NEG_INF, POS_INF, dumps, json_safe  # noqa: F401  (re-exported)
 from qe.errors import RecordError
@@ -259,6 +259,21 @@ def read_csv_rows(text: str, name: str, required: Iterable[str] = ()) -> tuple[l
     log.info("%d record%s read from %s%s", len(out), "" if len(out) == 1 else "s", name,
              f" ({len(spanning)} with fields over several lines)" if spanning else "")
     return header, out
+
+
+def jsonl_objects(text: str, name: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line of a JSON-lines text; a line that is not valid JSON or not an
+    object raises :class:`RecordError` naming ``name:line``."""
+    for ln, line in enumerate(strip_bom(text).split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{name}:{ln}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(d, dict):
+            raise RecordError(f"{name}:{ln}: expected a JSON object, found {type(d).__name__}")
+        yield ln, d
 
 
 def _jsonl_records(text: str, name: str, stem: str) -> list[Record]:

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from qe.core.mr import Triple, _pipe_triple, _snippet, parse_triples  # noqa: F401  (re-exported)
-from qe.data.record import Record, _check_unique, read_text, record_from_dict
+from qe.data.record import Record, _check_unique, jsonl_objects, read_text, record_from_dict
 from qe.errors import RecordError
 from qe.core.paths import require, resolve_data_dir
 
@@ -164,15 +164,7 @@ def webnlg2020(data_dir=None, include_reference: bool = False) -> list[Record]:
     human-only tables, never for a scorer). Every line is validated; errors name ``file:line``, id and field."""
     path = _human_path(data_dir)
     out: list[Record] = []
-    for ln, line in enumerate(read_text(path).split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}:{ln}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(d, dict):
-            raise RecordError(f"{path}:{ln}: expected a JSON object, got {type(d).__name__}")
+    for ln, d in jsonl_objects(read_text(path), str(path)):
         where = f"{path}:{ln}" + (f" (id={d['id']!r})" if d.get("id") is not None else "")
         rec = _convert(d, where, bool(include_reference))
         if rec is not None:
