@@ -240,6 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--alias-lift", type=float, default=4.0,
                     help="qe.content.lexicon.mine's alias_lift: a value's other wordings (0: none, as before 2026-12-05)")
+    ap.add_argument("--no-scale-aliases", action="store_true",
+                    help="qe.content.lexicon.mine's scale_aliases=False: no scale value written two ways (as before "
+                         "2026-12-06)")
     ap.add_argument("--min-precision", type=float, default=0.9)
     ap.add_argument("--min-share", type=float, default=0.1)
     ap.add_argument("--device", default=None, help="where the aligners run (default: CUDA when there is one)")
@@ -266,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     for e in engines:
         t0 = time.time()
         res = evaluate(rows, e, a.folds, a.seed, aligners=a.aligner, device=a.device, min_count=a.min_count,
-                       min_precision=a.min_precision, min_share=a.min_share, alias_lift=a.alias_lift)
+                       min_precision=a.min_precision, min_share=a.min_share, alias_lift=a.alias_lift,
+                       scale_aliases=not a.no_scale_aliases)
         res["seconds"] = round(time.time() - t0, 1)
         results.append(res)
         print(f"{e}: {res['seconds']} s", file=sys.stderr)

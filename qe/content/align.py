@@ -263,8 +263,9 @@ class Matcher:
                 forms = [v.split()] + _surface_forms((raw or {}).get((key, v)) or sl.values.get(v, v))
                 for form in forms:
                     text = " ".join(form)
-                    if form:
-                        out.append((tuple(form), key, dict(sl.patterns.get(text, {v: 1})), "value"))
+                    if form:  # a usual form ("5 stars") realises what the value's own words do ("high" too)
+                        out.append((tuple(form), key, dict(sl.patterns.get(text) or sl.patterns.get(v) or {v: 1}),
+                                    "value"))
         for pat, compat in sl.patterns.items():
             out.append((tuple(pat.split()), key, dict(compat), "pattern"))
         return out

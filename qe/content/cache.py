@@ -1,6 +1,6 @@
 """Mined lexicons kept between runs: the ``e2e``, ``sf`` and ``webnlg`` lexicons are mined once, then read back.
 
-Mining a dataset's lexicon takes 8-20 s (:func:`qe.content.scorer.dataset_lexicon`); reading its JSON takes a few
+Mining a dataset's lexicon takes 10-50 s (:func:`qe.content.scorer.dataset_lexicon`); reading its JSON takes a few
 milliseconds. Each mined lexicon is written to ``<models>/.cache/lexicons/<name>-<data>-<miner>.json`` (``<models>``:
 ``$QE_MODELS``, else ``~/.cache/qe/models``, the zoo's folder), keyed by
 
@@ -40,7 +40,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
 #: lexicon name -> the dataset `qe data download NAME` fetches it with
 DATASETS: dict[str, str] = {"e2e": "e2e", "sf": "sfx", "webnlg": "webnlg2020"}
 #: the modules whose code decides what a mined lexicon holds (the miner, the MR and text readers, the dataset readers)
-MINER_MODULES = ("qe.content.lexicon", "qe.core.surface", "qe.core.mr", "qe.data.e2e", "qe.data.references",
+MINER_MODULES = ("qe.content.lexicon", "qe.content.align", "qe.core.surface", "qe.core.mr", "qe.data.e2e", "qe.data.references",
                  "qe.data.webnlg")
 _warned: set[str] = set()
 

@@ -268,7 +268,8 @@ def _lift(p_given: float, p_base: float) -> float:
 
 def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 5,
          min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>",
-         mr_format: str = "auto", alias_lift: float = 4.0) -> Lexicon:
+         mr_format: str = "auto", alias_lift: float = 4.0, scale_aliases: bool = True,
+         _scale: dict[str, list[tuple[str, str, int]]] | None = None) -> Lexicon:
     """Mine a :class:`Lexicon` from ``(mr, text)`` pairs whose MR lists what the text realises.
 
     An n-gram ``g`` (1 to ``max_n`` tokens, seen in ``min_count`` texts or more, not only function words) is a
@@ -286,6 +287,15 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     A category slot's pattern also realises a value whose texts use it ``alias_lift`` times more often than the texts
     of the slot's other values (:func:`_add_aliases`: "low" for ``1 out of 5``; 0: off).
 
+    Two values of a category slot are one *scale value* written two ways ("high" and ``5 out of 5`` for E2E's
+    ``customer rating``) when the mined lexicon, matched against the mined texts themselves, reads one for the other
+    ``alias_lift`` times as often as it reads either in the texts of the slot's other values
+    (:func:`_scale_pairs`; ``scale_aliases=False``: off). The texts' MRs list what the texts realise, so
+    every such reading is one the data accept. Where such pairs exist, the patterns are mined once more with each
+    pair counted as one value (so that "low priced", written for ``cheap`` and for ``less than £20``, is a pattern of
+    the two together although neither alone is most of its texts), and each value of a pair joins the compatible
+    values of the other's wordings.
+
     Triples MRs (RDF) are skipped: their entities are matched by their own surface forms. ``mr_format``: how the MRs
     are read (:func:`qe.core.mr.parse_acts`; ``auto``: detected per MR)."""
     from qe.core.mr import TRIPLE_ACT, parse_acts
@@ -296,6 +306,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     verbatim: Counter = Counter()
     written: dict[str, dict[str, str]] = defaultdict(dict)
     slot_names: dict[str, str] = {}
+    kept_pairs: list[tuple[str, str]] = []
     for k, (mr, text) in enumerate(pairs):
         acts = parse_acts(mr, mr_format, where=f"{where}[{k}]")
         if all(a == TRIPLE_ACT for a, _ in acts):
@@ -312,6 +323,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 written[key].setdefault(nv, (v or "").strip())
                 slot_names.setdefault(key, s)
         texts.append((facts, toks))
+        kept_pairs.append((mr, text))
     n = len(texts)
     n_slot = Counter(k for facts, _ in texts for k in facts)
     kinds = {k: slot_kind(values[k], n_slot[k], verbatim[k] / max(1, sum(values[k].values()))) for k in values}
@@ -335,6 +347,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     # is food's and not eatType's
     value_words = {k: {t for v in values[k] for t in v.split()} | set(norm_tokens(property_words(slot_names[k])))
                    for k in values}
+    # a form of a slot's name word counts as the word ("low priced", "average prices": priceRange's, not the rating's
+    # whose value "low" / "average" they hold)
+    name_words_of = {k: set(norm_tokens(property_words(slot_names[k]))) for k in values}
     owner: dict[str, str] = {}
     for g, cnt in gram_n.items():
         if cnt < min_count:
@@ -343,7 +358,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         for key, c in gram_slot[g].items():
             if kinds[key] == "entity" or n_slot[key] >= n:
                 continue
-            rank = (bool(set(g.split()) & value_words[key]), round(_lift(c / cnt, n_slot[key] / n), 2), -n_slot[key])
+            rank = (_holds_words(g.split(), value_words[key], name_words_of[key]),
+                    round(_lift(c / cnt, n_slot[key] / n), 2), -n_slot[key])
             if best is None or rank > best[0]:
                 best = (rank, key)
         if best is not None:
@@ -361,6 +377,18 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             continue
         p_slot = n_slot[key] / n
         base = {v: c / n_slot[key] for v, c in values[key].items()}
+        # one scale value written two ways (``_scale``, the second mining): the pair's texts are counted together
+        group = {v: {v} for v in values[key]}
+        for a, b, _ in (_scale or {}).get(key, ()):
+            merged = group[a] | group[b]
+            for v in merged:
+                group[v] = merged
+
+        def pooled(counts: Counter, v: str) -> int:
+            return sum(counts.get(u, 0) for u in group[v])
+
+        def base_of(v: str) -> float:
+            return sum(base.get(u, 0.0) for u in group[v])
         checkable = {v for v in values[key] if v not in UNCHECKED_VALUES}
         binary = kinds[key] == "binary"
         # the slot's own words: single tokens that say the slot is talked about, and the tokens of its values; a
@@ -378,7 +406,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             if cnt < min_count or c < min_count or owner.get(g) != key or _lift(c / cnt, p_slot) < min_precision:
                 continue
             words = g.split()
-            if len(words) > 1 and not (set(words) & anchors):
+            if len(words) > 1 and not _holds_words(words, anchors, name_words | own_words):
                 continue
             if len(words) > 1 and _borrowed(g, key, own_words, others, gram_value, cnt, min_precision):
                 continue
@@ -389,8 +417,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
             # an n-gram co-occurs with it says little
             compat = {v: k for v, k in share.items()
-                      if v in checkable and k / c >= min_share and k / c >= min(1.5 * base[v], (1 + base[v]) / 2)
-                      and (base[v] < 0.5 or set(words) & set(v.split()))}
+                      if v in checkable and pooled(share, v) / c >= min_share
+                      and pooled(share, v) / c >= min(1.5 * base_of(v), (1 + base_of(v)) / 2)
+                      and (base[v] < 0.5 or _holds_words(words, set(v.split()), set(v.split())))}
             covered = sum(compat.values()) / c
             negated = bool(set(words) & NEGATIONS)
             if binary and not negated and not (compat and len(compat) == 1 and covered >= 1 - min_share):
@@ -406,8 +435,8 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 c = gram_value[(v, key)]
                 tot = sum(c.values()) if c else 0
                 if tot >= min_count:
-                    compat = {u: k for u, k in c.items() if u in checkable and k / tot >= min_share
-                              and k / tot >= min(1.5 * base[u], (1 + base[u]) / 2)}
+                    compat = {u: k for u, k in c.items() if u in checkable and pooled(c, u) / tot >= min_share
+                              and pooled(c, u) / tot >= min(1.5 * base_of(u), (1 + base_of(u)) / 2)}
                     compat[v] = c.get(v, 0) or 1
                     cands.append((v, compat))
         cands.sort(key=lambda x: (len(x[0].split()), x[0]))
@@ -425,7 +454,87 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         if kinds[key] == "category" and alias_lift:
             _add_aliases(sl, key, checkable, values[key], n_slot[key], gram_slot, gram_value, min_count, min_share,
                          alias_lift)
+    if _scale is None and scale_aliases and alias_lift and \
+            any(sl.kind == "category" and sl.patterns for sl in lex.slots.values()):
+        scale = _scale_pairs(lex, kept_pairs, mr_format, alias_lift)
+        if scale:
+            lex = mine(kept_pairs, source=source, min_count=min_count, min_precision=min_precision,
+                       min_share=min_share, max_n=max_n, where=where, mr_format=mr_format, alias_lift=alias_lift,
+                       _scale=scale)
+    if _scale:
+        _join_scale_pairs(lex, _scale)
+        lex.settings["scale_pairs"] = {k: [[a, b] for a, b, _ in v] for k, v in sorted(_scale.items())}
     return lex
+
+
+#: the fewest readings of one value as the other (both ways together) that make two wordings of one scale value
+SCALE_MIN_READS = 3
+
+
+def _holds_words(words: list[str], own: set[str], names: set[str]) -> bool:
+    """Whether an n-gram's ``words`` hold one of a slot's ``own`` words (its values' and its name's) or a form of a
+    word of its name (:func:`_form_of`: "priced" and "prices" for "price"; a function word is no form: "are" is not
+    "area")."""
+    stop = _stopwords()
+    return any(w in own or (w not in stop and any(_form_of(w, x) for x in names)) for w in words)
+
+
+def _scale_pairs(lex: "Lexicon", pairs: list[tuple[str, str]], mr_format: str,
+                 lift: float) -> dict[str, list[tuple[str, str, int]]]:
+    """One scale written two ways: ``{slot: [(A, B, readings), ...]}``. The mined lexicon is matched against the
+    texts it was mined from. Where it reads value B for a fact whose MR says A (a ``wrong`` verdict the data
+    contradict: the MRs list what the texts say), the pair counts. A and B are two wordings of one value when such
+    readings, both ways together, number :data:`SCALE_MIN_READS` or more and their rate among the texts of A and B
+    is ``lift`` times the rate at which A or B is read for the slot's other values. On the E2E development texts:
+    "a high customer rating" for ``5 out of 5`` and the like, 1-4 % of the two values' texts, against 0.1 % for the
+    others (lift 7-58); pairs that are two values (``average`` / ``high``: "average prices" beside a high rating)
+    come out at a lift of 0.1-0.6. Computed, not a list: the E2E scales are found in the data, not written down
+    (docs/results/content-log.md, "One scale, two wordings")."""
+    from qe.content.align import Matcher
+    from qe.core.surface import norm_slot
+
+    cats = {k for k, sl in lex.slots.items() if sl.kind == "category" and sl.patterns}
+    matcher = Matcher(lex, mr_format=mr_format)
+    n: dict[str, Counter] = defaultdict(Counter)
+    read: dict[str, Counter] = defaultdict(Counter)
+    for mr, text in pairs:
+        try:
+            al = matcher.align(mr, text)
+        except ValueError:
+            continue
+        for v in al.verdicts:
+            key = norm_slot(v.slot)
+            if key not in cats or v.value is None:
+                continue
+            a = norm_value(v.value)
+            n[key][a] += 1
+            if v.status == "wrong" and v.said_value:
+                b = norm_value(v.said_value)
+                if b != a and b in lex.slots[key].values:
+                    read[key][(a, b)] += 1
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for key in sorted(read):
+        for a, b in sorted({tuple(sorted(p)) for p in read[key]}):
+            k = read[key].get((a, b), 0) + read[key].get((b, a), 0)
+            n_ab = n[key][a] + n[key][b]
+            rest_n = sum(c for v, c in n[key].items() if v not in (a, b))
+            rest_k = sum(c for (x, y), c in read[key].items() if y in (a, b) and x not in (a, b))
+            if k >= SCALE_MIN_READS and rest_n and k / n_ab >= lift * max(rest_k, 1) / rest_n:
+                out.setdefault(key, []).append((a, b, k))
+    return out
+
+
+def _join_scale_pairs(lex: "Lexicon", scale: dict[str, list[tuple[str, str, int]]]) -> None:
+    """Each value of a scale pair joins the compatible values of the other's own words and patterns, with a smaller
+    weight than the value the words name (so that an addition still says that one)."""
+    for key, found in scale.items():
+        sl = lex.slots[key]
+        for a, b, k in found:
+            forms = {y: sorted({y} | {g for g, compat in sl.patterns.items() if y in compat}) for y in (a, b)}
+            for x, y in ((a, b), (b, a)):  # y's wordings also realise x
+                for form in forms[y]:
+                    compat = sl.patterns.setdefault(form, {y: k + 1}) if form == y else sl.patterns[form]
+                    compat[x] = max(compat.get(x, 0), max(1, min(k, compat.get(y, 2) - 1)))
 
 
 def _add_aliases(sl: "SlotLexicon", key: str, checkable: set[str], counts: Counter, n_key: int, gram_slot, gram_value,

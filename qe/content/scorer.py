@@ -55,7 +55,7 @@ rules with one warning naming ``qe data download <dataset>``, and the signature 
 (mined from the SF Hotel / Restaurant training references), ``webnlg`` (RDF triples: the words the WebNLG 2020
 training references use for each property; with it the matcher also lists, as hallucinated, the stretches of an
 output's words that no triple explains) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`; ``qe content
-mine`` writes one from your own (MR, text) pairs). A dataset's lexicon is mined once (8-20 s) and then read from the
+mine`` writes one from your own (MR, text) pairs). A dataset's lexicon is mined once (10-50 s) and then read from the
 cache (:mod:`qe.content.cache`). The signature names each lexicon used by checksum.
 ``mr_format`` (default ``auto``): how MRs are read (``da``, ``e2e``, ``json``, ``triples``; :func:`qe.core.mr.parse_acts`),
 for MRs whose format detection gets wrong (an E2E value holding ``|``).
