@@ -27,7 +27,7 @@ holds a ``created`` time stamp and the run's paths).
 
 Resumable: a model builds in ``<models>/.build/<name>/`` (``hydra.run.dir`` there, ``ckpt_path=last``), so rerunning
 the build command after an interruption continues from the run's ``last.ckpt`` (RatPred: skips finished sub-runs
-and resumes the interrupted stage). The finished export is moved to ``<models>/<name>/`` with one rename, and the
+and resumes the interrupted stage; the zoo adds ``protocol.resume=stage``, see :data:`RATPRED_RESUME`). The finished export is moved to ``<models>/<name>/`` with one rename, and the
 build directory is removed (``--keep-build`` keeps it). ``<models>/.zoo/<name>.json`` records the recipe, the
 schedule and the checksum (``verify`` compares against it); ``<models>/.zoo/<name>/`` keeps the run's
 ``results.json``, ``predictions.jsonl`` and ``dev_predictions.jsonl`` (RatPred: the cross-validated test and dev
@@ -120,9 +120,23 @@ def recipe_overrides(recipe: Recipe, models: Path, *, gpu: bool = False, extra: 
     return [o.replace("{models}", str(models)) for o in ov + list(extra)]
 
 
+#: what a zoo build of a RatPred recipe resumes: the interrupted stage from its last.ckpt. RatPred's own default
+#: (``protocol.resume=subrun``) retrains an interrupted (seed, fold) sub-run from its start, which for a recipe of one
+#: long sub-run (``ratpred-webnlg-cross``: about two CPU hours) is no resume at all. An uninterrupted build is the
+#: same either way (the mode is read only when a run is resumed), so the schedule stamp and checksums do not change.
+RATPRED_RESUME = "protocol.resume=stage"
+
+
+def _resume_overrides(overrides: list[str]) -> list[str]:
+    ratpred = any(o.split("=", 1)[0].lstrip("+") in ("experiment", "task") and o.split("=", 1)[1].startswith("ratpred")
+                  for o in overrides if "=" in o)
+    return [RATPRED_RESUME] if ratpred and not any(o.startswith("protocol.resume=") for o in overrides) else []
+
+
 def train_command(recipe: Recipe, models: Path, build_dir: Path, *, gpu: bool = False,
                   extra: tuple[str, ...] = (), seed: int | None = None) -> list[str]:
-    return [sys.executable, "-m", "qe", "train", *recipe_overrides(recipe, models, gpu=gpu, extra=extra, seed=seed),
+    ov = recipe_overrides(recipe, models, gpu=gpu, extra=extra, seed=seed)
+    return [sys.executable, "-m", "qe", "train", *ov, *_resume_overrides(ov),
             f"hydra.run.dir={build_dir / 'run'}", f"paths.root_dir={build_dir}", f"export_dir={build_dir / 'export'}",
             "ckpt_path=last", "export=true"]
 

@@ -290,3 +290,20 @@ def test_zoo_list_verbose_shows_cpu_and_gpu_times(capsys):
     assert "GPU: not measured (--gpu)" in out and "GPU: no GPU schedule" in out
     assert zoo.main(["--models-dir", "/nonexistent", "list"]) == 0
     assert "GPU:" not in capsys.readouterr().out  # the short list keeps one CPU line per model
+
+
+def test_a_ratpred_build_resumes_its_interrupted_stage():
+    """RatPred's default resume retrains a stopped (seed, fold) sub-run from its start; ratpred-webnlg-cross is one
+    sub-run of about two CPU hours, so "rerun the same command to resume" started it over. The zoo's command asks
+    for the stage resume; the schedule stamp (the recipe's overrides) is unchanged, and other kinds get nothing."""
+    cmd = zoo.train_command(zoo.get_recipe("ratpred-webnlg-cross"), Path("/m"), Path("/m/.build/x"))
+    assert cmd.count("protocol.resume=stage") == 1 and cmd[-1] == "export=true"
+    assert "protocol.resume=stage" not in zoo.recipe_overrides(zoo.get_recipe("ratpred-webnlg-cross"), Path("/m"))
+    assert "protocol.resume=stage" in zoo.train_command(zoo.get_recipe("ratpred-e2e"), Path("/m"), Path("/b"))
+    for name in ("slor-sp-webnlg", "content-aligner-webnlg", "cola-minilm"):
+        assert not [o for o in zoo.train_command(zoo.get_recipe(name), Path("/m"), Path("/b"))
+                    if o.startswith("protocol.resume")], name
+    # a recipe that sets its own resume keeps it
+    r = zoo.get_recipe("ratpred-e2e")
+    ov = zoo.recipe_overrides(r, Path("/m"), extra=("protocol.resume=subrun",))
+    assert zoo._resume_overrides(ov) == []
