@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--alias-lift", type=float, default=4.0,
                     help="qe.content.lexicon.mine's alias_lift: a value's other wordings (0: none, as before 2026-12-05)")
     ap.add_argument("--no-scale-aliases", action="store_true",
-                    help="qe.content.lexicon.mine's scale_aliases=False: no scale value written two ways (as before "
+                    help="qe.content.mine's scale_aliases=False: no scale value written two ways (as before "
                          "2026-12-06)")
     ap.add_argument("--min-precision", type=float, default=0.9)
     ap.add_argument("--min-share", type=float, default=0.1)

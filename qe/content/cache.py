@@ -40,7 +40,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
 #: lexicon name -> the dataset `qe data download NAME` fetches it with
 DATASETS: dict[str, str] = {"e2e": "e2e", "sf": "sfx", "webnlg": "webnlg2020"}
 #: the modules whose code decides what a mined lexicon holds (the miner, the MR and text readers, the dataset readers)
-MINER_MODULES = ("qe.content.lexicon", "qe.content.align", "qe.core.surface", "qe.core.mr", "qe.data.e2e", "qe.data.references",
+MINER_MODULES = ("qe.content.lexicon", "qe.content.mining", "qe.content.align", "qe.core.surface", "qe.core.mr", "qe.data.e2e", "qe.data.references",
                  "qe.data.webnlg")
 _warned: set[str] = set()
 

@@ -268,8 +268,8 @@ def _lift(p_given: float, p_base: float) -> float:
 
 def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: int = 5,
          min_precision: float = 0.8, min_share: float = 0.1, max_n: int = 4, where: str = "<pairs>",
-         mr_format: str = "auto", alias_lift: float = 4.0, scale_aliases: bool = True,
-         _scale: dict[str, list[tuple[str, str, int]]] | None = None) -> Lexicon:
+         mr_format: str = "auto", alias_lift: float = 4.0,
+         scale_pairs: dict[str, list[tuple[str, str, int]]] | None = None) -> Lexicon:
     """Mine a :class:`Lexicon` from ``(mr, text)`` pairs whose MR lists what the text realises.
 
     An n-gram ``g`` (1 to ``max_n`` tokens, seen in ``min_count`` texts or more, not only function words) is a
@@ -287,14 +287,12 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     A category slot's pattern also realises a value whose texts use it ``alias_lift`` times more often than the texts
     of the slot's other values (:func:`_add_aliases`: "low" for ``1 out of 5``; 0: off).
 
-    Two values of a category slot are one *scale value* written two ways ("high" and ``5 out of 5`` for E2E's
-    ``customer rating``) when the mined lexicon, matched against the mined texts themselves, reads one for the other
-    ``alias_lift`` times as often as it reads either in the texts of the slot's other values
-    (:func:`_scale_pairs`; ``scale_aliases=False``: off). The texts' MRs list what the texts realise, so
-    every such reading is one the data accept. Where such pairs exist, the patterns are mined once more with each
-    pair counted as one value (so that "low priced", written for ``cheap`` and for ``less than £20``, is a pattern of
-    the two together although neither alone is most of its texts), and each value of a pair joins the compatible
-    values of the other's wordings.
+    ``scale_pairs`` (``{slot: [(A, B, readings), ...]}``): values that are one *scale value* written two ways ("high"
+    and ``5 out of 5`` for E2E's ``customer rating``), found by :func:`qe.content.mining.mine` (which is
+    ``qe.content.mine``: it mines once, matches the lexicon against the texts, and mines again with the pairs). Each
+    pair's texts are counted as one value's (so that "low priced", written for ``cheap`` and for ``less than £20``,
+    is a pattern of the two together although neither alone is most of its texts), and each value of a pair joins
+    the compatible values of the other's wordings (:func:`_join_scale_pairs`).
 
     Triples MRs (RDF) are skipped: their entities are matched by their own surface forms. ``mr_format``: how the MRs
     are read (:func:`qe.core.mr.parse_acts`; ``auto``: detected per MR)."""
@@ -306,7 +304,6 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     verbatim: Counter = Counter()
     written: dict[str, dict[str, str]] = defaultdict(dict)
     slot_names: dict[str, str] = {}
-    kept_pairs: list[tuple[str, str]] = []
     for k, (mr, text) in enumerate(pairs):
         acts = parse_acts(mr, mr_format, where=f"{where}[{k}]")
         if all(a == TRIPLE_ACT for a, _ in acts):
@@ -323,7 +320,6 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 written[key].setdefault(nv, (v or "").strip())
                 slot_names.setdefault(key, s)
         texts.append((facts, toks))
-        kept_pairs.append((mr, text))
     n = len(texts)
     n_slot = Counter(k for facts, _ in texts for k in facts)
     kinds = {k: slot_kind(values[k], n_slot[k], verbatim[k] / max(1, sum(values[k].values()))) for k in values}
@@ -377,9 +373,11 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             continue
         p_slot = n_slot[key] / n
         base = {v: c / n_slot[key] for v, c in values[key].items()}
-        # one scale value written two ways (``_scale``, the second mining): the pair's texts are counted together
+        # one scale value written two ways (``scale_pairs``): the pair's texts are counted together
         group = {v: {v} for v in values[key]}
-        for a, b, _ in (_scale or {}).get(key, ()):
+        for a, b, _ in (scale_pairs or {}).get(key, ()):
+            if a not in group or b not in group:
+                continue
             merged = group[a] | group[b]
             for v in merged:
                 group[v] = merged
@@ -454,21 +452,13 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         if kinds[key] == "category" and alias_lift:
             _add_aliases(sl, key, checkable, values[key], n_slot[key], gram_slot, gram_value, min_count, min_share,
                          alias_lift)
-    if _scale is None and scale_aliases and alias_lift and \
-            any(sl.kind == "category" and sl.patterns for sl in lex.slots.values()):
-        scale = _scale_pairs(lex, kept_pairs, mr_format, alias_lift)
-        if scale:
-            lex = mine(kept_pairs, source=source, min_count=min_count, min_precision=min_precision,
-                       min_share=min_share, max_n=max_n, where=where, mr_format=mr_format, alias_lift=alias_lift,
-                       _scale=scale)
-    if _scale:
-        _join_scale_pairs(lex, _scale)
-        lex.settings["scale_pairs"] = {k: [[a, b] for a, b, _ in v] for k, v in sorted(_scale.items())}
+    scale = {k: [p for p in v if k in lex.slots and {p[0], p[1]} <= set(lex.slots[k].values)]
+             for k, v in (scale_pairs or {}).items()}
+    scale = {k: v for k, v in scale.items() if v}
+    if scale:
+        _join_scale_pairs(lex, scale)
+        lex.settings["scale_pairs"] = {k: [[a, b] for a, b, _ in v] for k, v in sorted(scale.items())}
     return lex
-
-
-#: the fewest readings of one value as the other (both ways together) that make two wordings of one scale value
-SCALE_MIN_READS = 3
 
 
 def _holds_words(words: list[str], own: set[str], names: set[str]) -> bool:
@@ -477,51 +467,6 @@ def _holds_words(words: list[str], own: set[str], names: set[str]) -> bool:
     "area")."""
     stop = _stopwords()
     return any(w in own or (w not in stop and any(_form_of(w, x) for x in names)) for w in words)
-
-
-def _scale_pairs(lex: "Lexicon", pairs: list[tuple[str, str]], mr_format: str,
-                 lift: float) -> dict[str, list[tuple[str, str, int]]]:
-    """One scale written two ways: ``{slot: [(A, B, readings), ...]}``. The mined lexicon is matched against the
-    texts it was mined from. Where it reads value B for a fact whose MR says A (a ``wrong`` verdict the data
-    contradict: the MRs list what the texts say), the pair counts. A and B are two wordings of one value when such
-    readings, both ways together, number :data:`SCALE_MIN_READS` or more and their rate among the texts of A and B
-    is ``lift`` times the rate at which A or B is read for the slot's other values. On the E2E development texts:
-    "a high customer rating" for ``5 out of 5`` and the like, 1-4 % of the two values' texts, against 0.1 % for the
-    others (lift 7-58); pairs that are two values (``average`` / ``high``: "average prices" beside a high rating)
-    come out at a lift of 0.1-0.6. Computed, not a list: the E2E scales are found in the data, not written down
-    (docs/results/content-log.md, "One scale, two wordings")."""
-    from qe.content.align import Matcher
-    from qe.core.surface import norm_slot
-
-    cats = {k for k, sl in lex.slots.items() if sl.kind == "category" and sl.patterns}
-    matcher = Matcher(lex, mr_format=mr_format)
-    n: dict[str, Counter] = defaultdict(Counter)
-    read: dict[str, Counter] = defaultdict(Counter)
-    for mr, text in pairs:
-        try:
-            al = matcher.align(mr, text)
-        except ValueError:
-            continue
-        for v in al.verdicts:
-            key = norm_slot(v.slot)
-            if key not in cats or v.value is None:
-                continue
-            a = norm_value(v.value)
-            n[key][a] += 1
-            if v.status == "wrong" and v.said_value:
-                b = norm_value(v.said_value)
-                if b != a and b in lex.slots[key].values:
-                    read[key][(a, b)] += 1
-    out: dict[str, list[tuple[str, str, int]]] = {}
-    for key in sorted(read):
-        for a, b in sorted({tuple(sorted(p)) for p in read[key]}):
-            k = read[key].get((a, b), 0) + read[key].get((b, a), 0)
-            n_ab = n[key][a] + n[key][b]
-            rest_n = sum(c for v, c in n[key].items() if v not in (a, b))
-            rest_k = sum(c for (x, y), c in read[key].items() if y in (a, b) and x not in (a, b))
-            if k >= SCALE_MIN_READS and rest_n and k / n_ab >= lift * max(rest_k, 1) / rest_n:
-                out.setdefault(key, []).append((a, b, k))
-    return out
 
 
 def _join_scale_pairs(lex: "Lexicon", scale: dict[str, list[tuple[str, str, int]]]) -> None:

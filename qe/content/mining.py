@@ -6,7 +6,7 @@
 
 Each pair's text must realise its MR exactly (references written for their MR, or texts whose MR was corrected to
 what they say, as the cleaned E2E data are): the miner learns which words state which slot value from them
-(:func:`qe.content.lexicon.mine`). Pairs whose MRs are RDF triples give a triples lexicon instead: the words texts use
+(:func:`mine`). Pairs whose MRs are RDF triples give a triples lexicon instead: the words texts use
 for each property (:func:`qe.content.lexicon.mine_triples`); one file holds one kind.
 
 Input: CSV with a header, or JSON lines (one object per line). The MR comes from the ``mr`` column / field, the text
@@ -18,7 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +71,82 @@ def read_pairs(path: str | Path, text_field: str | None = None, mr_field: str = 
     return out
 
 
+#: the fewest readings of one value as the other (both ways together) that make two wordings of one scale value
+SCALE_MIN_READS = 3
+
+
+def mine(pairs: Iterable[tuple[str, str]], *, scale_aliases: bool = True, **settings: Any):
+    """``qe.content.mine``: a :class:`~qe.content.lexicon.Lexicon` mined from ``(mr, text)`` pairs whose MR lists
+    what the text realises (:func:`qe.content.lexicon.mine`; ``settings`` are its keywords). Then the lexicon is
+    matched against the same texts: two values of a category slot that it reads for each other far more often than
+    for the slot's other values are one scale value written two ways (:func:`scale_pairs`: E2E's ``high`` and ``5 out
+    of 5``), and the patterns are mined once more with each pair counted as one value. ``scale_aliases=False``: the
+    first mining alone (as before 2026-12-06)."""
+    from qe.content.lexicon import mine as mine_patterns
+    from qe.core.mr import TRIPLE_ACT, parse_acts
+
+    pairs = list(pairs)
+    lex = mine_patterns(pairs, **settings)
+    lift = settings.get("alias_lift", 4.0)
+    if not (scale_aliases and lift and any(sl.kind == "category" and sl.patterns for sl in lex.slots.values())):
+        return lex
+    fmt = settings.get("mr_format", "auto")
+    plain = [(mr, t) for mr, t in pairs if not all(a == TRIPLE_ACT for a, _ in parse_acts(mr, fmt))]
+    found = scale_pairs(lex, plain, fmt, lift)
+    return mine_patterns(pairs, scale_pairs=found, **settings) if found else lex
+
+
+def scale_pairs(lex, pairs: list[tuple[str, str]], mr_format: str,
+                 lift: float) -> dict[str, list[tuple[str, str, int]]]:
+    """One scale written two ways: ``{slot: [(A, B, readings), ...]}``. The mined lexicon is matched against the
+    texts it was mined from. Where it reads value B for a fact whose MR says A (a ``wrong`` verdict the data
+    contradict: the MRs list what the texts say), the pair counts. A and B are two wordings of one value when such
+    readings, both ways together, number :data:`SCALE_MIN_READS` or more and their rate among the texts of A and B
+    is ``lift`` times the rate at which A or B is read for the slot's other values. On the E2E development texts:
+    "a high customer rating" for ``5 out of 5`` and the like, 1-4 % of the two values' texts, against 0.1 % for the
+    others (lift 7-58); pairs that are two values (``average`` / ``high``: "average prices" beside a high rating)
+    come out at a lift of 0.1-0.6. Computed, not a list: the E2E scales are found in the data, not written down
+    (docs/results/content-log.md, "One scale, two wordings")."""
+    from qe.content.align import Matcher
+    from qe.content.lexicon import norm_value
+    from qe.core.surface import norm_slot
+
+    cats = {k for k, sl in lex.slots.items() if sl.kind == "category" and sl.patterns}
+    matcher = Matcher(lex, mr_format=mr_format)
+    n: dict[str, Counter] = defaultdict(Counter)
+    read: dict[str, Counter] = defaultdict(Counter)
+    for mr, text in pairs:
+        try:
+            al = matcher.align(mr, text)
+        except ValueError:
+            continue
+        for v in al.verdicts:
+            key = norm_slot(v.slot)
+            if key not in cats or v.value is None:
+                continue
+            a = norm_value(v.value)
+            n[key][a] += 1
+            if v.status == "wrong" and v.said_value:
+                b = norm_value(v.said_value)
+                if b != a and b in lex.slots[key].values:
+                    read[key][(a, b)] += 1
+    out: dict[str, list[tuple[str, str, int]]] = {}
+    for key in sorted(read):
+        for a, b in sorted({tuple(sorted(p)) for p in read[key]}):
+            k = read[key].get((a, b), 0) + read[key].get((b, a), 0)
+            n_ab = n[key][a] + n[key][b]
+            rest_n = sum(c for v, c in n[key].items() if v not in (a, b))
+            rest_k = sum(c for (x, y), c in read[key].items() if y in (a, b) and x not in (a, b))
+            if k >= SCALE_MIN_READS and rest_n and k / n_ab >= lift * max(rest_k, 1) / rest_n:
+                out.setdefault(key, []).append((a, b, k))
+    return out
+
+
+
 def mine_file(path: str | Path, *, mr_format: str = "auto", text_field: str | None = None, mr_field: str = "mr",
               fmt: str = "auto", source: str | None = None, **settings: Any):
     """The lexicon mined from a file of pairs (:func:`read_pairs`): slot lexicon or triples lexicon by its MRs."""
-    from qe.content.lexicon import mine, mine_triples
+    from qe.content.lexicon import mine_triples
     from qe.core.mr import TRIPLE_ACT, parse_acts
 
     pairs = read_pairs(path, text_field, mr_field, fmt)
@@ -110,6 +183,11 @@ def summary(lex) -> list[str]:
         shown = ", ".join(f"{g!r}" for g in (pats[:4] or sl.triggers[:4]))
         lines.append(f"  {sl.name or key:18s} {sl.kind:8s} {len(sl.values):4d} values {len(sl.patterns):4d} patterns"
                      + (f"  e.g. {shown}" if shown else ""))
+    for key, found in sorted(lex.settings.get("scale_pairs", {}).items()):  # what the miner took as one value
+        sl = lex.slots.get(key)
+        values = sl.values if sl is not None else {}
+        lines.append(f"  one value written two ways ({(sl.name if sl is not None else None) or key}): "
+                     + "; ".join(f"{values.get(a, a)} = {values.get(b, b)}" for a, b in found))
     if n_pat + n_trig == 0:
         lines.append("  no patterns learned: too few pairs for --min-count? (values are still matched by their "
                      "own words)")
@@ -164,4 +242,4 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-__all__ = ["read_pairs", "mine_file", "summary", "main", "TEXT_FIELDS"]
+__all__ = ["read_pairs", "mine", "scale_pairs", "mine_file", "summary", "main", "TEXT_FIELDS", "SCALE_MIN_READS"]

@@ -79,7 +79,8 @@ from functools import lru_cache
 from typing import Any
 
 from qe.content.align import Alignment, Matcher
-from qe.content.lexicon import Lexicon, mine
+from qe.content.lexicon import Lexicon
+from qe.content.mining import mine
 from qe.core.scorer import Scorer
 
 #: lexicons mined from a dataset on demand: name -> (what it reads, how)

@@ -499,6 +499,8 @@ def test_the_miner_finds_one_scale_written_two_ways():
     assert [v.status for v in al.verdicts] == ["realised", "wrong"] and al.verdicts[1].said_value == "high"
     lex = mine(pairs, min_count=5)
     assert lex.settings["scale_pairs"] == {"customerrating": [["5 out of 5", "high"]]}
+    from qe.content.mining import summary  # qe content mine says what it took as one value
+    assert "  one value written two ways (customer rating): 5 out of 5 = high" in summary(lex)
     m = Matcher(lex)
     for mr, text in [("name[Venue7], customer rating[5 out of 5]", "Venue7 has a high rating."),
                      ("name[Venue7], customer rating[high]", "Venue7 is rated 5 out of 5."),
