@@ -117,7 +117,9 @@ def evaluate(rows: list[dict], engine: str, folds: int = 5, seed: int = 1, align
             exact += same
             # kept for --bootstrap and --flips (not written to --json)
             by_row[r["line"]] = {"group": r["orig_mr"], "counts": [row[k] for k in _COUNTS] + [int(same)],
-                                 "verdicts": {(norm_slot(v.slot), norm_value(v.value)): v.status for v in al.verdicts}}
+                                 "verdicts": {(norm_slot(v.slot), norm_value(v.value)): v.status for v in al.verdicts},
+                                 "read": sorted((norm_slot(s), norm_value(x)) for s, xs in al.realised_mr().items()
+                                                for x in xs)}
     out = {"engine": engine, "folds": folds, "rows": len(rows),
            "omissions": _prf(c["omit_tp"], c["omit_fp"], c["omit_fn"]),
            "additions": _prf(c["add_tp"], c["add_fp"], c["add_fn"]),
@@ -180,6 +182,33 @@ def flips(rows: list[dict], base: dict, other: dict, show: int) -> str:
     return "\n".join(lines)
 
 
+def disagreements(rows: list[dict], res: dict, k: int, seed: int = 20261206) -> str:
+    """A random sample (``seed``) of ``k`` of the facts an engine decides otherwise than the gold: false omissions
+    (``omit_fp``: the engine says omitted or wrong, the gold realised), missed omissions (``omit_fn``), false and
+    missed additions; with the row's line, the gold MR and the text, to judge by hand which side is right."""
+    import random
+
+    from qe.content.aligner_data import fact_set
+
+    out = []
+    for r in rows:
+        got = res["_rows"][r["line"]]
+        orig, gold = fact_set(r["orig_mr"]), fact_set(r["mr"])
+        pred_omit = {f for f, st in got["verdicts"].items() if st in ("omitted", "wrong")}
+        for f in sorted(orig):
+            if (f in pred_omit) != (f not in gold):
+                out.append(("omit_fp" if f in pred_omit else "omit_fn", f, r))
+        pred_add, gold_add = set(got["read"]) - orig, gold - orig
+        for f in sorted(pred_add ^ gold_add):
+            out.append(("add_fp" if f in pred_add else "add_fn", f, r))
+    kinds = Counter(kind for kind, *_ in out)
+    lines = [f"{res['engine']}: {len(out)} facts decided otherwise than the gold ("
+             + ", ".join(f"{n} {kd}" for kd, n in sorted(kinds.items())) + f"); {min(k, len(out))} drawn (seed {seed}):"]
+    for i, (kind, f, r) in enumerate(random.Random(seed).sample(out, min(k, len(out)))):
+        lines.append(f"[{i}] line {r['line']} {kind} {f[0]}={f[1]} | gold: {r['mr']}\n      {r['ref']}")
+    return "\n".join(lines)
+
+
 def table(results: list[dict]) -> str:
     lines = ["| engine | omissions P | R | F1 | additions P | R | F1 | MR exactly right |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -237,6 +266,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="paired bootstrap (N resamples of MR groups) of every engine against the first one")
     ap.add_argument("--flips", type=int, default=None, metavar="K",
                     help="count the facts each engine decides otherwise than the first one, and show K of each kind")
+    ap.add_argument("--disagreements", type=int, default=0, metavar="K",
+                    help="print K randomly drawn facts that each engine decides otherwise than the gold (to judge "
+                         "by hand which side is right)")
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--alias-lift", type=float, default=4.0,
                     help="qe.content.lexicon.mine's alias_lift: a value's other wordings (0: none, as before 2026-12-05)")
@@ -286,6 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         if a.flips is not None:
             print()
             print(flips(rows, results[0], r, a.flips))
+    if a.disagreements:
+        for r in results:
+            print()
+            print(disagreements(rows, r, a.disagreements))
     if a.json:
         from qe.core.jsonio import dumps
 

@@ -20,6 +20,13 @@ Verdicts (one per fact of the MR):
 * ``unchecked`` - the fact has nothing to find (``dontcare``, ``none``, a slot without value whose name has no
   known wording); unchecked facts count in no figure.
 
+Slots that share words (E2E's ``priceRange`` and ``customer rating`` both say "high" and "average"): a one-word
+mention whose nearest content word in its clause is a word of another category slot's name, and not of its own,
+is that slot's ("high priced", "the price range is high"; :meth:`Matcher._attach`), and a pattern reads a form of
+its slot's name word ("average priced" for "average price"). A binary slot's trigger is read in other forms of its
+words ("kids", "children", "allows") and its polarity is flipped by a negation cue a few words before it or right
+after it, past auxiliaries only ("children are not allowed").
+
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
 value of a slot it has, or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
 triples (``lexicon=webnlg``, :func:`~qe.content.lexicon.mine_triples`), each stretch of words that neither the
@@ -76,10 +83,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, entity_words, fold,
-                                norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_kind, unexplained_spans)
+from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, content_word,
+                                entity_words, fold, norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_kind,
+                                unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
-from qe.core.surface import entity_text, entity_variants, find_all, find_approx, norm_slot, property_words
+from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
+                             tok_close, tok_close_strict)
 
 STATUSES = ("realised", "omitted", "wrong", "unchecked")
 #: tokens that end the scope of a negation cue (and of a value's context)
@@ -203,6 +212,23 @@ def _negation_at(tokens: list[str], start: int) -> int | None:
 
 
 
+#: what may stand between a binary slot's wording and a negation after it ("children are not allowed")
+_AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "'s", "'re", "should", "shall", "will", "would", "can",
+                          "could", "may", "might", "must", "do", "does", "did", "really", "certainly"})
+
+
+def _negation_after(tokens: list[str], end: int) -> int | None:
+    """The position of a negation cue right after ``end``, past auxiliaries only ("children are not allowed",
+    "kids not welcome", "children should not visit"), or None."""
+    for k in range(end, min(len(tokens), end + 3)):
+        t = tokens[k]
+        if t in NEGATIONS and t not in ("non", "un", "without"):
+            return k
+        if t not in _AUXILIARIES:
+            return None
+    return None
+
+
 class Matcher:
     """The matcher engine: value lexicons (:class:`~qe.content.lexicon.Lexicon`) plus surface-form rules.
 
@@ -304,11 +330,25 @@ class Matcher:
         for i, tok in enumerate(tokens):
             for form, key, compat, source in idx.get(tok, []) + extra.get(tok, []):
                 j = i + len(form)
-                if tuple(tokens[i:j]) != form or (key, i, j, source) in seen and source != "value":
+                if (key, i, j, source) in seen and source != "value":
+                    continue
+                if tuple(tokens[i:j]) != form and not self._name_form_match(tokens[i:j], form, key, names):
                     continue
                 seen.add((key, i, j, source))
-                cands.append(_Match(key, i, j, {"yes": 1} if compat is None else compat, " ".join(form),
+                cands.append(_Match(key, i, j, {"yes": 1} if compat is None else compat, " ".join(tokens[i:j]),
                                     source if compat is not None else "trigger"))
+        # a binary slot's trigger in another form of its words ("kids" for "kid", "allows" for "allow", "children"
+        # for "child"; not "unfriendly" for "friendly")
+        triggers = [(form, key) for lst in list(idx.values()) + list(extra.values()) for form, key, compat, _ in lst
+                    if compat is None]
+        for i in range(len(tokens)):
+            for form, key in triggers:
+                j = i + len(form)
+                if j > len(tokens) or (key, i, j, "trigger") in seen or tuple(tokens[i:j]) == form:
+                    continue
+                if all(a == b or _word_form(a, b) for a, b in zip(tokens[i:j], form)):
+                    seen.add((key, i, j, "trigger"))
+                    cands.append(_Match(key, i, j, {"yes": 1}, " ".join(tokens[i:j]), "trigger"))
         # an MR value not found verbatim may be there near-verbatim ("citycentre", "hotels")
         for key, vals in mr_slots.items():
             for v in vals:
@@ -319,7 +359,90 @@ class Matcher:
                 i, j = _find_near(tokens, v.split())
                 if i >= 0:
                     cands.append(_Match(key, i, j, {v: 1}, " ".join(tokens[i:j]), "value"))
-        return cands
+        return self._attach(cands, tokens, mr_slots, names)
+
+    # ------------------------------------------------------------------------------- slots' own words
+    def _name_words(self, key: str, names: dict[str, str]) -> tuple[str, ...]:
+        """The content words of a slot's name (``price``, ``range`` for ``priceRange``; ``customer``, ``rating``
+        for ``customer rating``): as the lexicon's data or the MR write it."""
+        sl = self.lexicon.slots.get(key)
+        written = names.get(key) or (sl.name if sl is not None and sl.name else key)
+        return tuple(w for w in norm_tokens(property_words(written)) if content_word(w) and len(w) >= 3)
+
+    def _name_form_match(self, got: list[str], form: tuple[str, ...], key: str, names: dict[str, str]) -> bool:
+        """``got`` spells ``form`` but for a word of the slot's name written in another form ("average priced" for
+        the pattern "average price", "high prices" for "high price")."""
+        if len(got) != len(form) or len(form) < 2:
+            return False
+        words = self._name_words(key, names)
+        return all(a == b or (b in words and _form_of(a, b)) for a, b in zip(got, form))
+
+    def _attach(self, cands: list[_Match], tokens: list[str], mr_slots: dict[str, list[str]],
+                names: dict[str, str]) -> list[_Match]:
+        """A scale word belongs to the slot whose name it qualifies: "high" in "high priced" or "the price range is
+        high" is the price's, "average" in "average priced" not the rating's. A one-word mention of a category slot
+        whose nearest content word (after it, else before it, in its clause) is a word of another category slot's
+        name, and not of its own, is read as that slot's when that slot knows the word as one of its own one-word
+        patterns or values (a form of it: "highly" for "high"); otherwise it stays as it is."""
+        if not cands:
+            return cands
+        keys = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "category"}
+        kind = {k: (self.lexicon.slots[k].kind if k in self.lexicon.slots else self._slot_lex(k, mr_slots[k]).kind)
+                for k in keys}
+        cats = [k for k in sorted(keys) if kind[k] == "category"]
+        if len(cats) < 2:
+            return cands
+        words = {k: self._name_words(k, names) for k in cats}
+
+        def owner(t: str) -> set[str]:
+            return {k for k in cats if any(_form_of(t, w) for w in words[k])}
+
+        def nearest(i: int, step: int) -> set[str]:
+            k = i
+            for _ in range(3):
+                if not 0 <= k < len(tokens) or tokens[k] in SCOPE_END:
+                    return set()
+                if content_word(tokens[k]):
+                    return owner(tokens[k])
+                k += step
+            return set()
+
+        out: list[_Match] = []
+        have = {(c.slot, c.start, c.end) for c in cands}
+        for c in cands:
+            if c.length != 1 or c.slot not in words or c.source == "trigger":
+                out.append(c)
+                continue
+            near = nearest(c.end, 1) or nearest(c.start - 1, -1)
+            other = sorted(near - {c.slot})
+            if not near or c.slot in near or len(other) != 1:
+                out.append(c)
+                continue
+            to = other[0]
+            compat = self._one_word_entry(to, c.text, mr_slots)
+            if compat is None:
+                out.append(c)
+            elif (to, c.start, c.end) not in have:
+                out.append(_Match(to, c.start, c.end, compat, c.text, "pattern" if len(compat) > 1 else "value"))
+                have.add((to, c.start, c.end))
+        return out
+
+    def _one_word_entry(self, key: str, word: str, mr_slots: dict[str, list[str]]) -> dict[str, int] | None:
+        """The compatible values of a slot's one-word pattern or value that is ``word`` or a form of it."""
+        sl = self.lexicon.slots.get(key)
+        entries: dict[str, dict[str, int]] = {}
+        if sl is not None:
+            entries.update({p: dict(c) for p, c in sl.patterns.items() if " " not in p})
+            for v in sl.values:
+                if " " not in v and v not in entries and v not in UNCHECKED_VALUES:
+                    entries[v] = {v: 1}
+        for v in mr_slots.get(key, []):
+            if v and " " not in v and v not in entries and v not in UNCHECKED_VALUES:
+                entries[v] = {v: 1}
+        if word in entries:
+            return entries[word]
+        hit = [e for e in entries if tok_close_strict(word, e)]
+        return entries[hit[0]] if len(hit) == 1 else None
 
     @staticmethod
     def _resolve(cands: list[_Match], mr_slots: dict[str, list[str]]) -> list[_Match]:
@@ -358,9 +481,13 @@ class Matcher:
                 best = max(vals, key=vals.get)
                 pol = best in ("yes", "true")
                 cue = _negation_at(tokens, m.start)
+                after = _negation_after(tokens, m.end) if cue is None else None
                 if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
                     cue_words[id(m)] = " ".join(tokens[cue:m.end])
+                elif after is not None and not (set(m.text.split()) & NEGATIONS):
+                    pol = not pol
+                    cue_words[id(m)] = " ".join(tokens[m.start:after + 1])
                 vals = {("yes" if pol else "no"): 1}
             said.setdefault(m.slot, []).append((m, vals))
         al = Alignment()
@@ -1176,6 +1303,13 @@ def _find_near(tokens: list[str], sub: list[str]) -> tuple[int, int]:
         if folded != tokens or fsub != sub:
             i, j = find_approx(folded, fsub, unused, strict=True)
     return i, j
+
+
+def _word_form(a: str, b: str) -> bool:
+    """Two forms of one word (:func:`~qe.content.lexicon._form_of`: "kids" / "kid", "children" / "child", "allows" /
+    "allow"), both of letters only, not one behind a negating prefix ("unfriendly" is not "friendly")."""
+    return a.isalpha() and b.isalpha() and min(len(a), len(b)) >= 3 and tok_close_strict(a, b) or (
+        a.isalpha() and b.isalpha() and not tok_close(a, b) and _form_of(a, b))
 
 
 def _slot_words_said(tokens: list[str], words: list[str]) -> bool:

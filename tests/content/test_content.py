@@ -560,3 +560,78 @@ def test_a_form_of_a_common_values_word_evidences_it():
     assert river and all(c == {"riverside"} for c in river.values()), river
     al = Matcher(lex).align("name[Venue3], area[riverside]", "Venue3 is by the river.")
     assert [v.status for v in al.verdicts] == ["realised", "realised"]
+
+
+def _scale_lexicon():
+    """Two slots that share the scale words "high" / "average", named as the E2E data name them, and a binary slot
+    with one-word triggers."""
+    from qe.content.lexicon import LEXICON_FORMAT
+
+    return Lexicon.from_dict({"format": LEXICON_FORMAT, "source": "hand", "settings": {}, "slots": {
+        "name": {"kind": "entity", "examples": 10},
+        "pricerange": {"kind": "category", "examples": 10, "name": "priceRange",
+                       "values": {"high": "high", "moderate": "moderate", "cheap": "cheap"},
+                       "patterns": {"high": {"high": 50}, "average price": {"moderate": 12}}},
+        "customerrating": {"kind": "category", "examples": 10, "name": "customer rating",
+                           "values": {"high": "high", "average": "average", "low": "low"},
+                           "patterns": {"high": {"high": 40}, "average": {"average": 60}}},
+        "familyfriendly": {"kind": "binary", "examples": 10, "name": "familyFriendly",
+                           "values": {"yes": "yes", "no": "no"}, "triggers": ["kid", "child", "friendly"]}}})
+
+
+def test_a_scale_word_belongs_to_the_slot_whose_name_it_qualifies():
+    m = Matcher(_scale_lexicon())
+    # "high priced": the price's, not the rating's - with both slots in the MR and with the rating's alone
+    al = m.align("name[Zed], priceRange[high], customer rating[high]", "Zed is high priced .")
+    assert _status(al, "priceRange")[0] == "realised" and _status(al, "customer rating") == ("omitted", None)
+    al = m.align("name[Zed], customer rating[high]", "Zed is a highly priced place .")
+    assert _status(al, "customer rating") == ("omitted", None)
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("priceRange", "high")]
+    # before it too, in its clause: "the price range is high"
+    al = m.align("name[Zed], priceRange[cheap], customer rating[high]", "At Zed the price range is high .")
+    assert _status(al, "priceRange") == ("wrong", "high") and _status(al, "customer rating") == ("omitted", None)
+    # its own slot's word keeps it; a word of no slot changes nothing
+    al = m.align("name[Zed], customer rating[high]", "Zed has a high customer rating .")
+    assert _status(al, "customer rating")[0] == "realised"
+    al = m.align("name[Zed], customer rating[high]", "Zed is high on every list .")
+    assert _status(al, "customer rating")[0] == "realised"
+    # a pattern with a form of the slot's name word: "average priced" for "average price"; the rating's "average"
+    # is not read there
+    al = m.align("name[Zed], priceRange[moderate], customer rating[average]", "Zed is average priced .")
+    assert _status(al, "priceRange") == ("realised", "average priced")
+    assert _status(al, "customer rating") == ("omitted", None)
+
+
+def test_binary_triggers_in_other_forms_and_a_negation_after_them():
+    m = Matcher(_scale_lexicon())
+    assert _status(m.align("name[Zed], familyFriendly[yes]", "Zed welcomes kids ."), "familyFriendly") == \
+        ("realised", "kids")
+    assert _status(m.align("name[Zed], familyFriendly[yes]", "Zed : children welcome ."), "familyFriendly")[0] == \
+        "realised"
+    al = m.align("name[Zed], familyFriendly[yes]", "At Zed , children are not allowed .")
+    assert _status(al, "familyFriendly") == ("wrong", "no") and _words(al, "familyFriendly") == "children are not"
+    al = m.align("name[Zed], familyFriendly[no]", "Zed : kids not welcome .")
+    assert _status(al, "familyFriendly")[0] == "realised"
+    # a negation after other words is not the trigger's ("kid friendly place , not far from the river")
+    al = m.align("name[Zed], familyFriendly[yes]", "Zed is a kid friendly place not far from the river .")
+    assert _status(al, "familyFriendly")[0] == "realised"
+    # a negating prefix is no form of the word
+    al = m.align("name[Zed], familyFriendly[yes]", "Zed is unfriendly .")
+    assert _status(al, "familyFriendly") == ("omitted", None)
+
+
+def test_content_e2e_draws_the_facts_an_engine_decides_otherwise_than_the_gold():
+    from experiments.content_e2e import disagreements, evaluate
+
+    rows = [{"line": 2, "orig_mr": "name[Zed], priceRange[cheap], familyFriendly[yes]",
+             "mr": "name[Zed], priceRange[cheap]", "ref": "Zed is cheap and family friendly ."},
+            {"line": 3, "orig_mr": "name[Zed], priceRange[high]", "mr": "name[Zed], priceRange[high], area[riverside]",
+             "ref": "Zed is expensive ."}]
+    res = evaluate(rows, "rules", folds=1)
+    out = disagreements(rows, res, 5)
+    # line 2: the gold says the family fact is omitted, the rules read it (a missed omission); line 3: the
+    # rules do not read "expensive" as high (a false omission) and miss the area the gold adds
+    assert "3 facts decided otherwise than the gold (1 add_fn, 1 omit_fn, 1 omit_fp)" in out
+    assert "line 2 omit_fn familyfriendly=yes" in out and "line 3 omit_fp pricerange=high" in out
+    assert "line 3 add_fn area=riverside" in out
+    assert disagreements(rows, res, 1).count("] line ") == 1  # k of them drawn
