@@ -327,22 +327,33 @@ class Matcher:
                 extra.setdefault(e[0][0], []).append(e)
         cands: list[_Match] = []
         seen = set()
+        name_words: dict[str, tuple[str, ...]] = {}
         for i, tok in enumerate(tokens):
             for form, key, compat, source in idx.get(tok, []) + extra.get(tok, []):
                 j = i + len(form)
                 if (key, i, j, source) in seen and source != "value":
                     continue
-                if tuple(tokens[i:j]) != form and not self._name_form_match(tokens[i:j], form, key, names):
-                    continue
+                got = tuple(tokens[i:j])
+                if got != form:
+                    if len(got) != len(form) or len(form) < 2:
+                        continue
+                    words = name_words.get(key)
+                    if words is None:
+                        words = name_words[key] = self._name_words(key, names)
+                    if not _name_form_match(got, form, words):
+                        continue
                 seen.add((key, i, j, source))
                 cands.append(_Match(key, i, j, {"yes": 1} if compat is None else compat, " ".join(tokens[i:j]),
                                     source if compat is not None else "trigger"))
         # a binary slot's trigger in another form of its words ("kids" for "kid", "allows" for "allow", "children"
         # for "child"; not "unfriendly" for "friendly")
-        triggers = [(form, key) for lst in list(idx.values()) + list(extra.values()) for form, key, compat, _ in lst
-                    if compat is None]
-        for i in range(len(tokens)):
-            for form, key in triggers:
+        if getattr(self, "_trig_idx", None) is None:
+            self._trig_idx = _by_first_letters((form, key) for lst in idx.values() for form, key, compat, _ in lst
+                                               if compat is None)
+        more = _by_first_letters((form, key) for lst in extra.values() for form, key, compat, _ in lst
+                                 if compat is None)
+        for i, tok in enumerate(tokens):
+            for form, key in self._trig_idx.get(tok[:2], []) + more.get(tok[:2], []):
                 j = i + len(form)
                 if j > len(tokens) or (key, i, j, "trigger") in seen or tuple(tokens[i:j]) == form:
                     continue
@@ -367,15 +378,12 @@ class Matcher:
         for ``customer rating``): as the lexicon's data or the MR write it."""
         sl = self.lexicon.slots.get(key)
         written = names.get(key) or (sl.name if sl is not None and sl.name else key)
-        return tuple(w for w in norm_tokens(property_words(written)) if content_word(w) and len(w) >= 3)
-
-    def _name_form_match(self, got: list[str], form: tuple[str, ...], key: str, names: dict[str, str]) -> bool:
-        """``got`` spells ``form`` but for a word of the slot's name written in another form ("average priced" for
-        the pattern "average price", "high prices" for "high price")."""
-        if len(got) != len(form) or len(form) < 2:
-            return False
-        words = self._name_words(key, names)
-        return all(a == b or (b in words and _form_of(a, b)) for a, b in zip(got, form))
+        cache = self.__dict__.setdefault("_name_words_cache", {})
+        got = cache.get(written)
+        if got is None:
+            got = cache[written] = tuple(w for w in norm_tokens(property_words(written))
+                                         if content_word(w) and len(w) >= 3)
+        return got
 
     def _attach(self, cands: list[_Match], tokens: list[str], mr_slots: dict[str, list[str]],
                 names: dict[str, str]) -> list[_Match]:
@@ -394,8 +402,16 @@ class Matcher:
             return cands
         words = {k: self._name_words(k, names) for k in cats}
 
+        # which slots' names a token is a word of, remembered per set of slots (the lexicon's and the MR's)
+        owners = self.__dict__.setdefault("_owners", {}).setdefault(tuple((k, words[k]) for k in cats), {})
+
         def owner(t: str) -> set[str]:
-            return {k for k in cats if any(_form_of(t, w) for w in words[k])}
+            got = owners.get(t)
+            if got is None:
+                if len(owners) > 100_000:  # bounded: a long run over many MRs does not grow it without end
+                    owners.clear()
+                got = owners[t] = {k for k in cats if any(_form_of(t, w) for w in words[k])}
+            return got
 
         def nearest(i: int, step: int) -> set[str]:
             k = i
@@ -1303,6 +1319,24 @@ def _find_near(tokens: list[str], sub: list[str]) -> tuple[int, int]:
         if folded != tokens or fsub != sub:
             i, j = find_approx(folded, fsub, unused, strict=True)
     return i, j
+
+
+def _name_form_match(got: tuple[str, ...], form: tuple[str, ...], words: tuple[str, ...]) -> bool:
+    """``got`` spells the pattern ``form`` but for a word of its slot's name (``words``) written in another form
+    ("average priced" for "average price", "high prices" for "high price")."""
+    for a, b in zip(got, form):
+        if a != b and not (b in words and _form_of(a, b)):
+            return False
+    return True
+
+
+def _by_first_letters(triggers) -> dict[str, list[tuple[tuple[str, ...], str]]]:
+    """Triggers ``(form, slot)`` by the first two letters of their first word: a word in another form begins as it
+    does ("kids" / "kid"), so only those are tried."""
+    out: dict[str, list] = {}
+    for form, key in triggers:
+        out.setdefault(form[0][:2], []).append((form, key))
+    return out
 
 
 def _word_form(a: str, b: str) -> bool:
