@@ -246,6 +246,10 @@ class Matcher:
         self.mr_format = mr_format  #: how MRs are read (auto: detected; qe.core.mr.MR_FORMATS)
         self._prop_forms: dict[str, WordForms] = {}
         self._common_forms: WordForms | None = None
+        self._trig_idx: dict[str, list] | None = None  #: the lexicon's triggers by their first letters (first use)
+        self._name_words_cache: dict[str, tuple[str, ...]] = {}  #: a slot's written name -> its content words
+        #: per set of category slots: token -> the slots whose name it is a word of (:meth:`_attach`)
+        self._owners: dict[tuple, dict[str, set[str]]] = {}
 
     # --------------------------------------------------------------------------------------------- facts
     @staticmethod
@@ -273,6 +277,11 @@ class Matcher:
         if sl is not None:
             return sl
         return SlotLexicon(slot_kind(Counter(mr_values), 1), {v: v for v in mr_values})
+
+    def _kind(self, key: str, mr_slots: dict[str, list[str]]) -> str:
+        """A slot's kind: the lexicon's, else read off the MR's values (:func:`~qe.content.lexicon.slot_kind`)."""
+        sl = self.lexicon.slots.get(key)
+        return sl.kind if sl is not None else self._slot_lex(key, mr_slots[key]).kind
 
     def _entries(self, key: str, sl: SlotLexicon, values, raw: dict | None = None):
         """(tokens, slot, compatible values or None for a trigger, source) of one slot: its values' surface forms
@@ -347,7 +356,7 @@ class Matcher:
                                     source if compat is not None else "trigger"))
         # a binary slot's trigger in another form of its words ("kids" for "kid", "allows" for "allow", "children"
         # for "child"; not "unfriendly" for "friendly")
-        if getattr(self, "_trig_idx", None) is None:
+        if self._trig_idx is None:
             self._trig_idx = _by_first_letters((form, key) for lst in idx.values() for form, key, compat, _ in lst
                                                if compat is None)
         more = _by_first_letters((form, key) for lst in extra.values() for form, key, compat, _ in lst
@@ -365,7 +374,7 @@ class Matcher:
             for v in vals:
                 if v in UNCHECKED_VALUES or not v or any(c.slot == key and v in c.values for c in cands):
                     continue
-                if self._slot_lex(key, vals).kind == "binary":
+                if self._kind(key, mr_slots) == "binary":
                     continue
                 i, j = _find_near(tokens, v.split())
                 if i >= 0:
@@ -378,10 +387,9 @@ class Matcher:
         for ``customer rating``): as the lexicon's data or the MR write it."""
         sl = self.lexicon.slots.get(key)
         written = names.get(key) or (sl.name if sl is not None and sl.name else key)
-        cache = self.__dict__.setdefault("_name_words_cache", {})
-        got = cache.get(written)
+        got = self._name_words_cache.get(written)
         if got is None:
-            got = cache[written] = tuple(w for w in norm_tokens(property_words(written))
+            got = self._name_words_cache[written] = tuple(w for w in norm_tokens(property_words(written))
                                          if content_word(w) and len(w) >= 3)
         return got
 
@@ -395,15 +403,13 @@ class Matcher:
         if not cands:
             return cands
         keys = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "category"}
-        kind = {k: (self.lexicon.slots[k].kind if k in self.lexicon.slots else self._slot_lex(k, mr_slots[k]).kind)
-                for k in keys}
-        cats = [k for k in sorted(keys) if kind[k] == "category"]
+        cats = [k for k in sorted(keys) if self._kind(k, mr_slots) == "category"]
         if len(cats) < 2:
             return cands
         words = {k: self._name_words(k, names) for k in cats}
 
         # which slots' names a token is a word of, remembered per set of slots (the lexicon's and the MR's)
-        owners = self.__dict__.setdefault("_owners", {}).setdefault(tuple((k, words[k]) for k in cats), {})
+        owners = self._owners.setdefault(tuple((k, words[k]) for k in cats), {})
 
         def owner(t: str) -> set[str]:
             got = owners.get(t)
@@ -553,8 +559,7 @@ class Matcher:
                 al.verdicts.append(Verdict(s, v, "wrong", cue_words.get(id(m), m.text), spans=[(m.start, m.end)],
                                            said_value=self._written(key, val)))
             else:
-                sl = self.lexicon.slots.get(key)
-                binary = (sl.kind if sl is not None else self._slot_lex(key, mr_slots[key]).kind) == "binary"
+                binary = self._kind(key, mr_slots) == "binary"
                 al.verdicts.append(Verdict(s, v, "omitted", partial=None if binary else _partial(
                     raw.get((key, nv)) or v, tokens, {i for m in matches for i in range(m.start, m.end)})))
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
@@ -1342,8 +1347,9 @@ def _by_first_letters(triggers) -> dict[str, list[tuple[tuple[str, ...], str]]]:
 def _word_form(a: str, b: str) -> bool:
     """Two forms of one word (:func:`~qe.content.lexicon._form_of`: "kids" / "kid", "children" / "child", "allows" /
     "allow"), both of letters only, not one behind a negating prefix ("unfriendly" is not "friendly")."""
-    return a.isalpha() and b.isalpha() and min(len(a), len(b)) >= 3 and tok_close_strict(a, b) or (
-        a.isalpha() and b.isalpha() and not tok_close(a, b) and _form_of(a, b))
+    if not (a.isalpha() and b.isalpha()):
+        return False
+    return tok_close_strict(a, b) if tok_close(a, b) else _form_of(a, b)
 
 
 def _slot_words_said(tokens: list[str], words: list[str]) -> bool:
