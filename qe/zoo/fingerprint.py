@@ -266,11 +266,41 @@ def _device_name() -> str:
         return "cpu"
 
 
+def cpu_identity() -> dict[str, str]:
+    """The CPU a fingerprint's scores were computed on: architecture, the SIMD level PyTorch's kernels dispatch to, and
+    the processor's model name. A trained model's bits and probabilities are only expected to repeat on the same
+    identity (other SIMD paths sum floats in another order); :func:`same_cpu` compares two."""
+    import platform
+
+    capability = ""
+    try:
+        import torch
+
+        capability = str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # noqa: BLE001 - torch without the query: the model name still tells CPUs apart
+        pass
+    model = platform.processor() or ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"machine": platform.machine(), "capability": capability, "model": model}
+
+
+def same_cpu(fp: dict[str, Any] | None) -> bool:
+    """Whether the fingerprint ``fp`` was computed on a CPU of this machine's :func:`cpu_identity` (False when it
+    does not say)."""
+    return bool(fp) and fp.get("cpu") == cpu_identity()
+
+
 def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, scorer: Any = None,
             probe_set: str | None = None) -> dict[str, Any]:
     """Score the export's probe set (:func:`probe_set_for`; ``probe_set``: that shipped set instead, e.g. the set of a
     fingerprint to compare with) with the export (loaded with :data:`LOAD_OPTIONS`) and return the fingerprint:
-    ``{"version", "probe_set", "probe_sha256", "n", "options", "scores", "validation", "device", "versions"}``
+    ``{"version", "probe_set", "probe_sha256", "n", "options", "scores", "validation", "device", "cpu", "versions"}``
     (a NaN score, e.g. an LM's score of an empty output, is stored as null)."""
     from qe.core.export import read_manifest
     from qe.version import __version__
@@ -295,7 +325,8 @@ def compute(export_dir: str | Path, manifest: dict[str, Any] | None = None, *, s
     return {"version": FINGERPRINT_VERSION, "probe_set": probes.name, "probe_sha256": probes.sha256,
             "n": len(scores), "options": options,
             "scores": [None if math.isnan(s) else s for s in scores],
-            "validation": validation_figures(manifest), "device": _device_name(), "versions": versions}
+            "validation": validation_figures(manifest), "device": _device_name(),
+            "cpu": cpu_identity(), "versions": versions}
 
 
 def has_scores(fp: Any) -> bool:
@@ -474,5 +505,5 @@ def compare(a: Identity, b: Identity, tol: Tolerance | None = None, *, rescore_s
 
 __all__ = ["PROBE_SETS", "MR_PROBE_SETS", "DATASET_MR_FORMATS", "LOAD_OPTIONS", "TOLERANCES", "DEFAULT_TOLERANCE",
            "Tolerance", "FingerprintError", "ProbeSet", "load_probes", "probe_set_for", "trained_mr_format", "ships",
-           "score_probes", "validation_figures", "compute", "Identity", "identity_of_export", "identity_of_json",
+           "score_probes", "validation_figures", "cpu_identity", "same_cpu", "compute", "Identity", "identity_of_export", "identity_of_json",
            "Verdict", "compare", "tolerance"]
