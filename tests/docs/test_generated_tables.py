@@ -1,0 +1,214 @@
+"""The headline tables are generated from the result files, never typed (issue 57, items 6 and 8).
+
+``docs/gen_tables.py`` renders every at-a-glance table of the content pages, the results overview, "Which metric
+should I use?" and the README's recommendations from ``docs/results/data/*.csv``, where each figure sits beside the
+command that produced it and the machine. These tests fail when a page is edited by hand (or a CSV without
+re-running the script), when a result file loses a row's command or machine, when a generated cell grows long or
+carries dated history, and when the README's first screen stops answering "which metric for my data-to-text
+outputs?". They also parse every command of the result files the way test_docs_commands parses the pages' commands.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SCRIPT = REPO / "docs" / "gen_tables.py"
+DATA = REPO / "docs" / "results" / "data"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gen_tables", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gen_tables"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+gen = _load()
+
+
+def _copy(tmp_path: Path) -> Path:
+    """A copy of the pages the script writes and of the result files, to edit without touching the checkout."""
+    for page in {t.page for t in gen.TABLES}:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / page, tmp_path / page)
+    shutil.copytree(DATA, tmp_path / "docs" / "results" / "data")
+    return tmp_path
+
+
+def _blocks(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"<!-- table:([\w-]+) begin -->(.*?)<!-- table:\1 end -->", text, re.S)}
+
+
+def _cells(block: str) -> list[str]:
+    rows = [ln for ln in block.splitlines() if ln.startswith("|") and not re.match(r"^\|(-+\|)+$", ln)]
+    return [c.strip() for ln in rows for c in re.split(r"(?<!\\)\|", ln.strip("|"))]
+
+
+def test_pages_agree_with_their_sources():
+    problems = gen.run(REPO, check=True)
+    assert not problems, "\n".join(problems)
+
+
+def test_check_command_passes_on_the_checkout():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+
+
+def test_hand_edit_of_a_page_is_caught(tmp_path):
+    root = _copy(tmp_path)
+    page = root / "docs" / "results" / "content.md"
+    text = page.read_text()
+    block = _blocks(text)["content-e2e-slot-gold"]
+    assert "0.844" in block
+    page.write_text(text.replace(block, block.replace("0.844", "0.851", 1)))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check", "--root", str(root)], capture_output=True,
+                          text=True)
+    assert done.returncode == 1
+    assert "docs/results/content.md" in done.stderr and "content-e2e-slot-gold" in done.stderr, done.stderr
+    # the script restores the table from its source
+    assert gen.run(root) and not gen.run(root, check=True)
+    assert "0.851" not in page.read_text()
+
+
+def test_edited_source_reaches_every_page(tmp_path):
+    """One figure, kept once: the README, which-metric and the content page all change with its CSV."""
+    root = _copy(tmp_path)
+    csv_path = root / "docs" / "results" / "data" / "e2e_slot_gold.csv"
+    text = csv_path.read_text()
+    assert text.count(",0.844,") == 1
+    csv_path.write_text(text.replace(",0.844,", ",0.999,"))
+    problems = gen.run(root, check=True)
+    for page, table in (("README.md", "readme-recommendations"), ("docs/how-to/which-metric.md", "which-metric-e2e"),
+                        ("docs/results/content.md", "content-e2e-slot-gold"),
+                        ("docs/results/index.md", "results-index")):
+        assert any(p.startswith(f"{page}: table {table!r}") for p in problems), (page, table, problems)
+    gen.run(root)
+    assert "0.999" in (root / "README.md").read_text()
+    assert not gen.run(root, check=True)
+
+
+def test_missing_markers_are_named(tmp_path):
+    root = _copy(tmp_path)
+    page = root / "docs" / "results" / "content-triples.md"
+    page.write_text(page.read_text().replace("<!-- table:triples-at-a-glance end -->", ""))
+    with pytest.raises(gen.SourceError, match=r"content-triples\.md: table 'triples-at-a-glance'"):
+        gen.run(root, check=True)
+
+
+def test_precision_table_from_its_file_or_a_line_saying_it_is_missing(tmp_path):
+    root = _copy(tmp_path)
+    precision = root / "docs" / "results" / "data" / "content_precision.csv"
+    precision.unlink(missing_ok=True)
+    gen.run(root)
+    block = _blocks((root / "docs" / "results" / "content.md").read_text())["content-precision"]
+    assert "content_precision.csv" in block and "not in the repository yet" in block
+    assert not gen.run(root, check=True)
+    # the layout experiments.content_precision writes: (setting, domain) rows, no id, a command and machine per row
+    cmd = "python -m experiments.content_precision --data-dir ../shared/data --lodo"
+    precision.write_text(
+        "setting,domain,references,facts,invented_per_100_refs,not_realised_per_100_facts,swaps_found_pct,"
+        "triple_gold_wrong_f1,mine_command,command,machine\n"
+        f"default,e2e,4299,20000,1.5,2.5,81.0,,,{cmd},2-core CPU\n"
+        f"default,webnlg,4463,13231,3.0,7.0,95.0,,,{cmd},2-core CPU\n"
+        f"lodo,e2e,4299,20000,2.0,3.5,80.0,,qe content mine -i x.csv -o y.json,{cmd},2-core CPU\n")
+    assert gen.run(root, check=True) == [
+        "docs/results/content.md: table 'content-precision' differs from its source (run `python docs/gen_tables.py`)"]
+    gen.run(root)
+    text = (root / "docs" / "results" / "content.md").read_text()
+    block = _blocks(text)["content-precision"]
+    assert "| default | e2e | 4299 | 20000 | 1.5 | 2.5 | 81.0 |" in block, block
+    assert "| lodo | e2e | 4299 | 20000 | 2.0 | 3.5 | 80.0 |" in block and "recall: swapped values found" in block
+    assert "wrong` F1" not in block and "qe content mine" not in block  # an empty column, a command: not shown
+    # the page opens with it: the first table under "At a glance"
+    assert text.index("table:content-precision begin") < min(text.index(f"table:{n} begin") for n in _blocks(text)
+                                                                 if n != "content-precision")
+
+
+def test_rows_need_a_command_and_a_machine(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,figure,command,machine\nok,0.5,python -m x,2-core CPU\nnope,0.6,,2-core CPU\n")
+    with pytest.raises(gen.SourceError, match=r"bad\.csv: line 3 \(id 'nope'\): field 'command' is empty"):
+        gen.load_source(bad)
+    bad.write_text("id,figure,command,machine\na,0.5,python -m x,cpu\na,0.6,python -m y,cpu\n")
+    with pytest.raises(gen.SourceError, match="id 'a' appears twice"):
+        gen.load_source(bad)
+    # a command and a machine for the whole file, in leading comment lines
+    good = tmp_path / "good.csv"
+    good.write_text("# command: python -m experiments.x --seed 1\n# machine: 2-core CPU, one thread\n"
+                    "id,figure\na,0.5\nb,0.6\n")
+    src = gen.load_source(good)
+    assert src("b", "figure") == "0.6" and src.row("a")["command"] == "python -m experiments.x --seed 1"
+    with pytest.raises(gen.SourceError, match="no row with id 'c'"):
+        src("c", "figure")
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.csv")), ids=lambda p: p.name)
+def test_every_result_file_is_traceable(path):
+    source = gen.load_source(path)
+    assert source.rows, f"{path}: no rows"
+    for row_id, row in source.rows.items():
+        assert row["command"].strip() and row["machine"].strip(), (path.name, row_id)
+        if "section" in row and row["section"]:
+            target = REPO / "docs" / row["section"].partition("#")[0]
+            assert target.is_file(), f"{path.name}, row {row_id}: section {row['section']!r} names no page"
+
+
+def test_generated_cells_are_short_and_undated():
+    for page in sorted({t.page for t in gen.TABLES}):
+        for name, block in _blocks((REPO / page).read_text()).items():
+            for c in _cells(block):
+                assert len(c) <= 200, f"{page}, table {name}: a cell of {len(c)} characters: {c[:80]}..."
+                visible = re.sub(r"\]\([^)]*\)", "]", c)  # link targets may hold a section's date
+                assert not re.search(r"\b20\d\d-\d\d-\d\d\b", visible), f"{page}, table {name}: dated cell {c!r}"
+
+
+def test_readme_first_screen_answers_which_metric():
+    lines = (REPO / "README.md").read_text().splitlines()
+    first = "\n".join(lines[:40])
+    assert "data-to-text" in first
+    block = _blocks(first).get("readme-recommendations")
+    assert block, "the README's recommendations are not on its first screen (first 40 lines)"
+    rows = [ln for ln in block.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
+    kinds = ["E2E-style slot MRs", "RDF triples", "free text, with references", "free text, without references"]
+    assert len(rows) == len(kinds)
+    for row, kind in zip(rows, kinds):
+        assert kind in row
+        metric, figure, more = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip("|"))][1:4]
+        assert metric.startswith("`"), row
+        assert re.search(r"\d\.\d{3}|\d{2}\.\d{2}", figure), row
+        assert re.search(r"\]\(docs/[^)]+\.md#[\w-]+\)", more), row
+
+
+def test_result_file_commands_parse(tmp_path):
+    """Each result file's commands are checked like the commands of the pages (test_docs_commands)."""
+    import test_docs_commands as tdc
+
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    lines = []
+    for path in sorted(DATA.glob("*.csv")):
+        for row_id, row in gen.load_source(path).rows.items():
+            lines += [f"# {path.name}: {row_id}", row["command"], ""]
+    page.write_text("```bash\n" + "\n".join(lines) + "\n```\n")
+    cmds = tdc.extract(page, tmp_path / "docs")
+    checked = 0
+    for cmd in cmds:
+        assert not cmd.error, f"{cmd.text}: {cmd.error}"
+        if cmd.skip or cmd.kind == "other":
+            continue
+        try:
+            tdc.check(cmd)
+        except AssertionError as exc:
+            raise AssertionError(f"{cmd.text}\n    {exc}") from None
+        checked += 1
+    assert checked >= 10, f"only {checked} result-file commands checked"
