@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from qe.data.record import dumps
+
 #: probe sets the matcher reads (attribute lists and dialogue acts; RDF triples)
 PROBE_SETS = ("mr_outputs", "mr_triples")
 #: the lexicon settings the check runs with: the default (the shipped lexicons) and the rules alone
@@ -59,7 +61,7 @@ def verdicts(lexicon: str = "auto", probe_sets: Sequence[str] = PROBE_SETS, data
 def snapshot(data_dir: str | None = None) -> dict[str, Any]:
     """The whole published record: one :func:`verdicts` per lexicon setting, and a digest of them."""
     body = {lex: verdicts(lex, data_dir=data_dir) for lex in LEXICONS}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
     return {"version": 1, "digest": digest, "lexicons": body}
 
 
@@ -85,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     now = snapshot(args.data_dir)
     if args.out:
-        Path(args.out).write_text(json.dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+        Path(args.out).write_text(dumps(now, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                                   encoding="utf-8")
         print(f"matcher probe verdicts written to {args.out} (digest {now['digest'][:12]})")
         return 0
