@@ -8,7 +8,7 @@ machine, and the trained model's comparison is left to the machine that publishe
 
 Regenerate after a deliberate matcher change::
 
-    python -m qe.content.probes -o qe/resources/fingerprints/matcher-probes.json
+    python -m qe.zoo.matcher_probes -o qe/resources/fingerprints/matcher-probes.json
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def differences(published: dict[str, Any], now: dict[str, Any], limit: int = 20)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m qe.content.probes", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m qe.zoo.matcher_probes", description=__doc__.split("\n\n")[0])
     ap.add_argument("-o", "--out", help="write the record here (default: print the differences from the published)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args(argv)
