@@ -18,7 +18,11 @@ Two figures per scorer:
   ``omission`` (only omitted facts), ``addition`` (only added facts), ``mixed`` (a wrong value, or omitted and added
   facts); 0.5 is chance;
 * **ρ with the gold error rate**: Spearman between the score and minus the gold slot error rate over every reference
-  (what a quality rating that follows slot errors would reward).
+  (what a quality rating that follows slot errors would reward);
+* **acc23 with the gold error rate**: tie-calibrated pairwise accuracy (Deutsch et al. 2023,
+  :func:`qe.evaluation.wmt.tie_calibrated_accuracy`) against minus the gold slot error rate, over all pairs and over
+  the pairs of one ``orig_mr``, with the ε that maximises it (most pairs are tied on both sides: SER is a ratio of
+  small integers, and a good checker scores most references 1.0).
 
 Scorers: ``length`` (words; the control), ``rules`` (the matcher with no lexicon, as hand-written slot checks work),
 ``matcher`` (plus the lexicon the zoo model uses, mined the same way - ``min_count=10`` - but from the other folds'
@@ -134,6 +138,16 @@ def spearman_neg_ser(scores: np.ndarray, ser: np.ndarray) -> float:
     return float(spearmanr(scores[ok], -ser[ok]).statistic)
 
 
+def acc23_neg_ser(scores: np.ndarray, ser: np.ndarray, groups: list[str], average_by: str):
+    """Tie-calibrated pairwise accuracy (acc23, Deutsch et al. 2023) of the score against minus the gold SER: over
+    every pair of references (``none``) or the pairs written for one MR (``item``); ε chosen to maximise it."""
+    from qe.evaluation.wmt import tie_calibrated_accuracy
+
+    ok = np.isfinite(scores) & np.isfinite(ser)
+    g = np.asarray(groups, dtype=object)[ok] if average_by == "item" else None
+    return tie_calibrated_accuracy(-ser[ok], scores[ok], groups=g, average_by=average_by)
+
+
 def _pairs(spec: str, what: str) -> tuple[str, str]:
     if "=" not in spec:
         raise SystemExit(f"{what} {spec!r}: give LABEL=VALUE")
@@ -188,14 +202,17 @@ def main(argv=None) -> int:
         scores["mr-bertscore"] = np.asarray(qe.load("mr-bertscore").score(refs, mrs=mrs, progress=False), dtype=float)
 
     results = {}
-    print("| scorer | all | omission | addition | mixed | ρ with −SER |")
-    print("|---|---|---|---|---|---|")
+    print("| scorer | all | omission | addition | mixed | ρ with −SER | acc23 (ε), all pairs | acc23 (ε), by MR |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, s in scores.items():
         acc = pairwise(groups, kinds, s)
         rho = spearman_neg_ser(s, ser)
-        results[name] = {"pairwise": acc, "rho_neg_ser": rho}
+        t_all, t_mr = acc23_neg_ser(s, ser, groups, "none"), acc23_neg_ser(s, ser, groups, "item")
+        results[name] = {"pairwise": acc, "rho_neg_ser": rho, "acc23_none": t_all.value, "eps_none": t_all.epsilon,
+                         "acc23_item": t_mr.value, "eps_item": t_mr.epsilon}
         cells = " | ".join(f"{acc[k][0]:.3f} ({acc[k][1]})" if k in acc else "–" for k in ("all", *KINDS))
-        print(f"| {name} | {cells} | {rho:.3f} |")
+        print(f"| {name} | {cells} | {rho:.3f} | {t_all.value:.3f} ({t_all.epsilon:.3g}) | "
+              f"{t_mr.value:.3f} ({t_mr.epsilon:.3g}) |")
     if a.json:
         from qe.core.jsonio import dumps
 

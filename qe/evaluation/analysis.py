@@ -95,6 +95,7 @@ from qe.evaluation.agreement import (  # noqa: F401  (re-exported: the analysis 
     human_ceiling,
     system_sets_of,
 )
+from qe.evaluation.wmt import wmt_applicable, wmt_measures  # noqa: F401  (re-exported)
 
 
 def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] | None = None) -> Results:
@@ -129,7 +130,14 @@ def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] |
                 not any(int((d.system == x).sum()) >= 3 for x in d.systems):
             undefined["per_system"] = "fewer than 3 outputs in every system, so no correlation within a system"
     sys_rows, system_means_df, sys_acc = system_level(d, st, scopes, pooled_all, notes, undefined)
-    corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows, columns=list(CORR_COLUMNS)), st)
+    wmt_rows, clusters = [], pd.DataFrame()  # the WMT metrics-task view (acc23, SPA, rank clusters)
+    if st.wmt:
+        why_not = few or wmt_applicable(d)
+        if why_not:
+            undefined["wmt"] = why_not
+        else:
+            wmt_rows, clusters = wmt_measures(d, st, notes, progress)
+    corr = adjust_across_metrics(pd.DataFrame(rows + sys_rows + wmt_rows, columns=list(CORR_COLUMNS)), st)
     errors = pd.DataFrame() if no_instance else error_measures(d, st, scopes)
     item_acc = pd.DataFrame() if d.one_per_system else item_accuracy(d, scopes)
     williams = williams_tests(d, st, scopes, pooled_all, instance=not no_instance)
@@ -140,4 +148,4 @@ def analyse(d: EvalData, st: Settings, progress: bool = True, notes: list[str] |
     conf = confounds(d, st, scopes, pooled_all, undefined, instance=not no_instance)
     agree, alpha, ceiling = human_agreement(d, st, scopes, pooled_all, undefined)
     return Results(st, corr, nan_counts(d), errors, system_means_df, sys_acc, item_acc, williams, perm, between,
-                   sp_rows, pred_rows, notes, conf, agree, alpha, undefined, ceiling=ceiling)
+                   sp_rows, pred_rows, notes, conf, agree, alpha, undefined, ceiling=ceiling, rank_clusters=clusters)

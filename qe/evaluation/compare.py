@@ -58,7 +58,8 @@ def perm_both_tests(d: EvalData, st: Settings, progress: bool = True) -> pd.Data
         h = d.ratings[a]
         for m1, m2 in pairs:
             pr = S.perm_both(h, d.oriented(m1), d.oriented(m2), st.permutation_method,
-                             n_permutations=st.permutation_n, seed=_seed(st.seed, "perm", a, m1, m2))
+                             n_permutations=st.permutation_n, seed=_seed(st.seed, "perm", a, m1, m2),
+                             progress=progress)
             p_rows.append({"subset": "all", "rating": a, "metric_a": m1, "metric_b": m2, "method": st.permutation_method,
                            "delta": pr.delta, "p_a_better": pr.p_a_better, "p_b_better": pr.p_b_better,
                            "permutations": pr.permutations})

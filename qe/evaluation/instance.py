@@ -16,8 +16,9 @@ from qe.evaluation.evaldata import (
 )
 
 
-def _flatten_rows(d: EvalData, st: Settings, m: str, a: str, subsets) -> list[dict]:
-    """Instance level, protocol ``none``: one correlation over all outputs of each subset (+ bootstrap CI)."""
+def _flatten_rows(d: EvalData, st: Settings, m: str, a: str, subsets, progress: bool = False) -> list[dict]:
+    """Instance level, protocol ``none``: one correlation over all outputs of each subset (+ bootstrap CI; a
+    progress bar when ``progress`` and the resamples are many)."""
     rows = []
     x_all, h_all, sgn = d.metrics[m], d.ratings[a], d.sign(m)
     for sname, mask in subsets:
@@ -30,7 +31,8 @@ def _flatten_rows(d: EvalData, st: Settings, m: str, a: str, subsets) -> list[di
                             why=why_undefined(x, h, m, a) if math.isnan(c.r) else "")
             if st.bootstrap_n and meth in st.bootstrap_methods and not sname.startswith("system=") and c.n >= 3:
                 b = S.bootstrap_correlation(x, h, meth, st.bootstrap_n, st.ci,
-                                            _seed(st.seed, "inst", sname, a, m, meth), st.tails, sgn)
+                                            _seed(st.seed, "inst", sname, a, m, meth), st.tails, sgn,
+                                            progress=progress)
                 row.update(ci_low=b.low, ci_high=b.high, ci_valid=b.n_valid)
             rows.append(row)
     return rows
@@ -75,7 +77,7 @@ def instance_correlations(d: EvalData, st: Settings, progress: bool = True) -> l
     for m in d.metrics:
         for a in d.ratings:
             if "none" in st.protocols:
-                rows += _flatten_rows(d, st, m, a, subsets)
+                rows += _flatten_rows(d, st, m, a, subsets, progress)
             rows += _grouped_rows(d, st, m, a, scopes, pooled_all)
             bar.update(1)
     bar.close()

@@ -58,6 +58,16 @@ def _grid(n: int, ncols: int = 4, w: float = 2.6, h: float = 2.1):
     return plt, fig, list(axes.flat[:n])
 
 
+#: a scatter plot draws at most this many points (a seeded random subset; the line and the coefficient in its title
+#: use every point): a million markers take minutes to render and show no more than 20,000 do
+MAX_POINTS = 20_000
+
+
+def _shown(rng, n: int) -> np.ndarray | slice:
+    """The points a scatter plot of ``n`` draws: all of them, or :data:`MAX_POINTS` chosen at random."""
+    return slice(None) if n <= MAX_POINTS else np.sort(rng.choice(n, MAX_POINTS, replace=False))
+
+
 def _bands(lo: float, hi: float) -> list[tuple[float, float]]:
     edges = np.arange(math.floor(lo), math.ceil(hi) + 1e-9, 1.0)
     if edges.size < 2:
@@ -72,7 +82,10 @@ def plot_length(d: EvalData, out_dir: Path, metrics: list[str], dpi: int, rng, p
     for ax, m in zip(axes, metrics):
         x, y = complete_pairs(length, d.metrics[m])
         if x.size:
-            ax.scatter(x + rng.uniform(-0.3, 0.3, size=x.size), y, s=3, alpha=0.25, color="tab:green", linewidths=0)
+            sh = _shown(rng, x.size)
+            xs_, ys_ = x[sh], y[sh]
+            ax.scatter(xs_ + rng.uniform(-0.3, 0.3, size=xs_.size), ys_, s=3, alpha=0.25, color="tab:green",
+                       linewidths=0)
             if x.size > 2 and np.ptp(x) > 0:
                 k, b = np.polyfit(x, y, 1)
                 xs = np.linspace(x.min(), x.max(), 20)
@@ -81,7 +94,8 @@ def plot_length(d: EvalData, out_dir: Path, metrics: list[str], dpi: int, rng, p
         ax.set_title(f"{m}  ρ={rho:.2f}", fontsize=8)
         ax.set_xlabel("length (words)", fontsize=6)
         ax.tick_params(labelsize=6)
-    fig.suptitle("metric vs output length (jittered), least-squares line, Spearman ρ", fontsize=9)
+    thin = f"; {MAX_POINTS:,} random points of {length.size:,} shown" if length.size > MAX_POINTS else ""
+    fig.suptitle(f"metric vs output length (jittered), least-squares line, Spearman ρ{thin}", fontsize=9)
     fig.tight_layout()
     path = out_dir / f"{prefix}length_metrics.png"
     _save(fig, path, dpi)
@@ -110,8 +124,9 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
         for ax, m in zip(axes, metrics):
             x, h = complete_pairs(d.metrics[m], h_all)
             if x.size:
-                jit = rng.uniform(-0.12, 0.12, size=h.size)
-                ax.scatter(x, h + jit, s=3, alpha=0.25, color="tab:blue", linewidths=0)
+                sh = _shown(rng, x.size)
+                jit = rng.uniform(-0.12, 0.12, size=h[sh].size)
+                ax.scatter(x[sh], h[sh] + jit, s=3, alpha=0.25, color="tab:blue", linewidths=0)
                 if x.size > 2 and np.ptp(x) > 0:
                     k, b = np.polyfit(x, h, 1)
                     xs = np.linspace(x.min(), x.max(), 20)
@@ -119,7 +134,8 @@ def plot_all(d: EvalData, out_dir: str | Path, metrics: list[str] | None = None,
             r = corr_value(x, h) if x.size > 2 else math.nan
             ax.set_title(f"{m}  r={r:.2f}", fontsize=8)
             ax.tick_params(labelsize=6)
-        fig.suptitle(f"metric vs human {a} (jittered), least-squares line", fontsize=9)
+        thin = f"; at most {MAX_POINTS:,} random points of {h_all.size:,} shown" if h_all.size > MAX_POINTS else ""
+        fig.suptitle(f"metric vs human {a} (jittered), least-squares line{thin}", fontsize=9)
         fig.tight_layout()
         p = out_dir / f"{prefix}scatter_{_safe(a)}.png"
         _save(fig, p, dpi)

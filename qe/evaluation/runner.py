@@ -30,6 +30,8 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
     pw = dict(s.get("pairwise") or {})
     cf = s.get("confounds", {})
     cf = {"enabled": bool(cf)} if isinstance(cf, bool) else dict(cf or {})
+    wmt = s.get("wmt", {})
+    wmt = {"enabled": bool(wmt)} if isinstance(wmt, bool) else dict(wmt or {})
     rr = s.get("rating_range")
     kw = dict(
         methods=list(s.get("methods", ["pearson", "spearman", "kendall"])),
@@ -53,6 +55,9 @@ def settings_from_config(stats: Mapping[str, Any] | None) -> Settings:
         significant_pairs=list(s.get("significant_pairs") or []),
         corpus_level=bool(s.get("corpus_level", True)),
         agreement_draws=int(dict(s.get("agreement") or {}).get("draws", 100)),
+        wmt=bool(wmt.get("enabled", True)), spa_permutations=int(wmt.get("spa_permutations", 1000)),
+        wmt_max_pairs=int(wmt.get("max_pairs", 100_000_000)),
+        wmt_sample_pairs=int(wmt.get("sample_pairs", 5_000_000)),
     )
     try:
         return Settings(**kw)
@@ -159,7 +164,7 @@ def evaluate_records(records, out_dir: str | Path, *, scorers: Mapping[str, Any]
                            rating_range=scale if scale_key == "dataset.rating_range" else None,
                            dataset_name=dataset_name,
                            confounds=settings.confounds, sentence_splitter=settings.sentence_splitter, corpus=corpus,
-                           notes=notes)
+                           notes=notes, progress=progress)
     res = analyse(data, settings, progress=progress, notes=notes)
     figures = plot_all(data, out / "figures", dpi=dpi, seed=settings.seed) if plots else []
     tables = write_outputs(out, res)

@@ -1,7 +1,8 @@
 """Statistics for validating metrics against human judgments.
 
 Everything that a field library implements is taken from it: correlations and their p-values
-(``scipy.stats.pearsonr / spearmanr / kendalltau``), the bootstrap (``scipy.stats.bootstrap``), the Wilcoxon
+(``scipy.stats.pearsonr / spearmanr / kendalltau``), the bootstrap (``scipy.stats.bootstrap``'s resamples and
+percentile interval, drawn here in chunks: :func:`bootstrap`), the Wilcoxon
 signed-rank test (``scipy.stats.wilcoxon``), Tukey HSD (``statsmodels``), multiple-comparison corrections
 (``statsmodels.stats.multitest.multipletests``), MAE / RMSE (``sklearn.metrics``), the least-squares fit
 (``scipy.stats.linregress``), partial correlations (``pingouin.partial_corr``) and Krippendorff's alpha (the
@@ -18,6 +19,12 @@ signed-rank test (``scipy.stats.wilcoxon``), Tukey HSD (``statsmodels``), multip
   annotators of one criterion when they are *not* fully crossed (each item rated by a different 1-3 of many
   workers): one annotator vs the mean of the others and random split halves of each item's annotators, with the
   Spearman (1910) - Brown (1910) step-up (see each docstring for the formula and why it is hand-written).
+
+Scale. Memory grows with the data, not with resamples x outputs: the bootstrap and permutation draws are made
+:data:`MAX_DRAW` values at a time, with the random stream of one big draw (the results do not depend on the chunk
+size); from :data:`SUMS_MIN_N` outputs on, Pearson's r of a resample or permutation comes from sums (matrix-vector
+products) rather than from a gathered copy of the data; per-item correlations of many small groups are vectorised
+(:func:`small_group_correlations`).
 
 Conventions. ``tails=2`` gives two-sided p-values; ``tails=1`` gives one-sided p-values in the *expected*
 direction (``expected_sign=+1``: the metric should correlate positively; ``-1`` for lower-is-better metrics
@@ -196,7 +203,12 @@ class GroupedCorr:
 
 def group_correlations(x, y, groups, method: str = "pearson", min_group_size: int = 3) -> dict:
     """Correlation inside each group (NaN pairs dropped first); groups smaller than ``min_group_size`` or with a
-    constant side give NaN."""
+    constant side give NaN. Keys in the order of the groups' string labels (the order the bootstrap over groups
+    resamples).
+
+    Groups of at most :data:`SMALL_GROUP` outputs (the ``item`` protocol: the outputs for one input) are computed
+    all at once from per-group sums (:func:`small_group_correlations`); a million outputs in 100,000 items would
+    otherwise take 100,000 scipy calls per coefficient. Larger groups (the ``sys`` protocol) get one call each."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     groups = np.asarray(groups, dtype=object)
@@ -205,14 +217,101 @@ def group_correlations(x, y, groups, method: str = "pearson", min_group_size: in
     out = {}
     if x.size == 0:
         return out
-    order = np.argsort(groups.astype(str), kind="stable")
-    g_sorted = groups[order].astype(str)
+    codes = group_codes(groups)
+    order = np.argsort(codes, kind="stable")
+    g_sorted = codes[order]
     bounds = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1], True])
-    for b, e in zip(bounds[:-1], bounds[1:]):
-        idx = order[b:e]
-        key = groups[idx[0]]
-        out[key] = corr_value(x[idx], y[idx], method) if len(idx) >= max(2, min_group_size) else math.nan
+    starts, ends = bounds[:-1], bounds[1:]
+    sizes = ends - starts
+    enough = sizes >= max(2, min_group_size)
+    small = enough & (sizes <= SMALL_GROUP)
+    vals = np.full(starts.size, math.nan)
+    if small.any():
+        vals[small] = small_group_correlations(x, y, order, starts[small], ends[small], method)
+    for k in np.flatnonzero(enough & ~small):
+        idx = order[starts[k]:ends[k]]
+        vals[k] = corr_value(x[idx], y[idx], method)
+    for k, b in enumerate(starts):
+        out[groups[order[b]]] = float(vals[k])
     return out
+
+
+def group_codes(groups) -> np.ndarray:
+    """An integer per group label, numbered in the sorted order of the labels as strings: the order of
+    ``argsort(groups.astype(str))``, without that fixed-width unicode copy (4 bytes per character and output: 400 MB
+    for a million 100-character item keys) and its slow string sort (``pandas.factorize`` hashes instead)."""
+    import pandas as pd
+
+    g = np.asarray(groups, dtype=object)
+    if not all(isinstance(v, str) for v in g):
+        g = np.array([str(v) for v in g], dtype=object)
+    codes, _ = pd.factorize(g, sort=True)
+    return codes
+
+
+#: groups of at most this many outputs get their correlations from vectorised per-group sums
+#: (:func:`small_group_correlations`: Kendall's tau-b looks at every pair in a group, so the cost grows with size^2)
+SMALL_GROUP = 64
+
+
+def _group_ranks(v: np.ndarray, gid: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties share the mean rank: ``scipy.stats.rankdata``) of ``v`` within each group
+    ``gid`` (consecutive integer ids)."""
+    order = np.lexsort((v, gid))
+    vs, gs = v[order], gid[order]
+    new_group = np.r_[True, gs[1:] != gs[:-1]]
+    run_start = np.r_[True, (vs[1:] != vs[:-1]) | new_group[1:]]
+    pos = np.arange(v.size)
+    group_first = np.maximum.accumulate(np.where(new_group, pos, 0))
+    run_id = np.cumsum(run_start) - 1
+    first = np.flatnonzero(run_start)
+    last = np.r_[first[1:], v.size] - 1
+    # rank of a run = mean of its 1-based positions inside the group
+    run_rank = (first + last) / 2.0 - group_first[first] + 1.0
+    ranks = np.empty(v.size)
+    ranks[order] = run_rank[run_id]
+    return ranks
+
+
+def small_group_correlations(x: np.ndarray, y: np.ndarray, order: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                             method: str) -> np.ndarray:
+    """The correlation of ``x`` and ``y`` inside each group ``order[starts[k]:ends[k]]``, for many small groups at
+    once: Pearson from the per-group centred sums, Spearman as Pearson on average ranks within each group, Kendall's
+    tau-b as (C - D) / sqrt((n0 - n1)(n0 - n2)) from the signs of every pair inside a group (as
+    :func:`rowwise_kendall_small`). NaN where a side is constant, as :func:`corr_value`. Equal to the one-group-at-a-
+    time scipy / numpy values up to rounding (tested)."""
+    sizes = ends - starts
+    first = np.r_[0, np.cumsum(sizes)[:-1]]  # where each group starts in the concatenation
+    idx = order[np.repeat(starts - first, sizes) + np.arange(int(sizes.sum()))]
+    gid = np.repeat(np.arange(starts.size), sizes)
+    xs, ys = x[idx], y[idx]
+    const = (np.minimum.reduceat(xs, first) == np.maximum.reduceat(xs, first)) | \
+        (np.minimum.reduceat(ys, first) == np.maximum.reduceat(ys, first))
+    if method == "kendall":
+        ii, jj = [], []
+        for sz in np.unique(sizes):  # every pair (i < j) inside each group of that size
+            a, b = np.triu_indices(int(sz), 1)
+            base = first[sizes == sz][:, None]
+            ii.append((base + a).ravel())
+            jj.append((base + b).ravel())
+        i, j = np.concatenate(ii), np.concatenate(jj)
+        dx, dy = np.sign(xs[i] - xs[j]), np.sign(ys[i] - ys[j])
+        g = gid[i]
+        num = np.bincount(g, dx * dy, starts.size)
+        den = np.sqrt(np.bincount(g, dx * dx, starts.size) * np.bincount(g, dy * dy, starts.size))
+    else:
+        if method == "spearman":
+            xs, ys = _group_ranks(xs, gid), _group_ranks(ys, gid)
+        elif method != "pearson":
+            raise ValueError(f"unknown correlation method {method!r}; choose one of {METHODS}")
+        cx = xs - (np.bincount(gid, xs, starts.size) / sizes)[gid]
+        cy = ys - (np.bincount(gid, ys, starts.size) / sizes)[gid]
+        num = np.bincount(gid, cx * cy, starts.size)
+        den = np.sqrt(np.bincount(gid, cx * cx, starts.size) * np.bincount(gid, cy * cy, starts.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.clip(num / den, -1.0, 1.0)
+    r[const] = math.nan
+    return r
 
 
 def averaged_correlation(x, y, groups, method: str = "pearson", min_group_size: int = 3) -> GroupedCorr:
@@ -342,7 +441,7 @@ def fisher_z_test(r1: float, n1: int, r2: float, n2: int, tails: int = 2) -> Tes
 
 
 def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutations: int = 1000, seed: int = 0,
-              min_group_size: int = 3) -> "PermResult":
+              min_group_size: int = 3, batch: int | None = None, progress: bool = False) -> "PermResult":
     """PERM-BOTH (Deutsch, Dror & Roth 2021; mt-metrics-eval ``PermutationSigDiff``): one-sided p-value for
     "metric 1 correlates better with ``human`` than metric 2".
 
@@ -350,7 +449,8 @@ def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutation
     with probability 1/2 and recomputes delta = corr(h, m1') - corr(h, m2'); p = share of permutations with a
     delta at least the observed one (``p_a_better``; ``p_b_better`` is the share at most the observed one, the
     test in the other direction). With ``groups`` the correlation is averaged over groups (the ``sys`` /
-    ``item`` protocols). Items with a NaN anywhere are dropped.
+    ``item`` protocols). Items with a NaN anywhere are dropped. The permutations are drawn ``batch`` at a time
+    (default: as many as fit :data:`MAX_DRAW` values), so memory is O(batch x n); the p-values do not depend on it.
     """
     h = np.asarray(human, float)
     a = np.asarray(m1, float)
@@ -362,6 +462,8 @@ def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutation
     a = scipy.stats.zscore(a)
     b = scipy.stats.zscore(b)
     rng = np.random.default_rng(seed)
+    if groups is None and method == "pearson" and h.size >= SUMS_MIN_N:
+        return _perm_both_pearson_sums(h, a, b, n_permutations, rng, batch, progress)
     if groups is None:
         def stat(x, y):  # (B, n) -> (B,)
             return rowwise_corr(np.broadcast_to(h, x.shape), x, method) - rowwise_corr(np.broadcast_to(h, y.shape), y, method)
@@ -378,7 +480,8 @@ def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutation
                 return np.nanmean(vals1, 1) - np.nanmean(vals2, 1)
     delta = float(stat(a[None, :], b[None, :])[0])
     ge = le = done = 0
-    batch = max(1, min(n_permutations, 2_000_000 // max(1, h.size)))
+    batch = int(batch) if batch else max(1, min(n_permutations, MAX_DRAW // max(1, h.size)))
+    bar = _draw_bar(n_permutations, h.size, "PERM-BOTH", progress)
     while done < n_permutations:
         k = min(batch, n_permutations - done)
         swap = rng.random((k, h.size)) < 0.5
@@ -388,6 +491,58 @@ def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutation
         ge += int(np.sum(d >= delta - 1e-12))
         le += int(np.sum(d <= delta + 1e-12))
         done += k
+        if bar is not None:
+            bar.update(k)
+    if bar is not None:
+        bar.close()
+    return PermResult(ge / n_permutations, le / n_permutations, delta, n_permutations)
+
+
+#: from this many outputs on, the Pearson statistics of the bootstrap and of PERM-BOTH come from sums (matrix
+#: products with the resample counts / swap masks: :func:`_perm_both_pearson_sums`, :func:`_pearson_from_counts`)
+#: instead of gathering a (B, n) copy of the data; the draws are the same, the values equal up to rounding (tested)
+SUMS_MIN_N = 1000
+
+
+def _perm_both_pearson_sums(h: np.ndarray, a: np.ndarray, b: np.ndarray, n_permutations: int, rng,
+                            batch: int | None, progress: bool) -> "PermResult":
+    """PERM-BOTH for Pearson's r without building the permuted score matrices: with ``swap`` the (k, n) 0/1 mask of
+    a batch, the permuted metric 1 is ``a + swap * (b - a)`` and metric 2 ``b - swap * (b - a)``, so the sums
+    Pearson's r needs (with the centred human scores ``hc``: sum hc x, sum x, sum x^2) are the unpermuted ones plus
+    ``swap @ [hc (b - a), b - a, b^2 - a^2]``, one matrix-vector product per permutation. The same swaps as
+    :func:`perm_both`'s general path (one ``rng.random`` draw per batch), so the same p-values up to rounding in the
+    last digits."""
+    n = h.size
+    hc = h - h.mean()
+    shh = float(hc @ hc)
+    diff = b - a
+    cols = np.stack([hc * diff, diff, b * b - a * a])  # (3, n)
+    base_a = np.array([hc @ a, a.sum(), a @ a])
+    base_b = np.array([hc @ b, b.sum(), b @ b])
+
+    def r_of(sums: np.ndarray) -> np.ndarray:  # (k, 3) -> (k,)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            var_n = sums[:, 2] - sums[:, 1] ** 2 / n
+            return np.clip(sums[:, 0] / np.sqrt(shh * var_n), -1.0, 1.0)
+
+    delta = float((r_of(base_a[None, :]) - r_of(base_b[None, :]))[0])
+    ge = le = done = 0
+    batch = int(batch) if batch else max(1, min(n_permutations, MAX_DRAW // n))
+    bar = _draw_bar(n_permutations, n, "PERM-BOTH", progress)
+    while done < n_permutations:
+        k = min(batch, n_permutations - done)
+        swap = rng.random((k, n)) < 0.5
+        # one row at a time, each from a fresh array: the sums then do not depend on the batch (a (k, n) @ (n, 3)
+        # product may add in another order for another k)
+        moved = np.stack([cols @ row.astype(float) for row in swap])
+        d = r_of(base_a + moved) - r_of(base_b - moved)
+        ge += int(np.sum(d >= delta - 1e-12))
+        le += int(np.sum(d <= delta + 1e-12))
+        done += k
+        if bar is not None:
+            bar.update(k)
+    if bar is not None:
+        bar.close()
     return PermResult(ge / n_permutations, le / n_permutations, delta, n_permutations)
 
 
@@ -409,39 +564,65 @@ class BootstrapResult:
     distribution: np.ndarray
 
 
+#: the most resampled (or permuted) values one vectorised call of a bootstrap / permutation statistic receives: the
+#: B x n draws are made in chunks of ``max(1, MAX_DRAW // n)`` rows, so that memory grows with n, not with B x n
+#: (a million outputs x 1,000 resamples would be 8 GB of indices alone). The random stream does not depend on the
+#: chunk size (numpy's ``Generator.integers`` / ``random`` draw the same values in one call or in several), so the
+#: results are the same as with all draws at once (tested).
+MAX_DRAW = 2_000_000
+
+#: a bootstrap or permutation test with at least this many draws (B x n) shows a progress bar when asked to
+PROGRESS_DRAWS = 50_000_000
+
+
+def _draw_bar(total_rows: int, n: int, desc: str, progress: bool):
+    """A tqdm bar over the rows (resamples / permutations) of a long draw, or None."""
+    if not progress or total_rows * n < PROGRESS_DRAWS:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total_rows, desc=desc, unit="draw", leave=False)
+
+
 def bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_resamples: int = 1000,
-              ci: float = 0.95, seed: int = 0, tails: int = 2, expected_sign: int = 1) -> BootstrapResult:
-    """Percentile bootstrap over ``n_units`` resampling units (items, groups or systems) with
-    ``scipy.stats.bootstrap``. ``statistic(idx)`` receives a (B, n_units) integer array of resampled unit indices
-    and returns B values. Resamples where the statistic is undefined (NaN, e.g. all draws the same system) are
-    left out of the interval and counted in ``n_valid``.
+              ci: float = 0.95, seed: int = 0, tails: int = 2, expected_sign: int = 1, batch: int | None = None,
+              progress: bool = False) -> BootstrapResult:
+    """Percentile bootstrap over ``n_units`` resampling units (items, groups or systems). ``statistic(idx)``
+    receives a (b, n_units) integer array of resampled unit indices and returns b values.
+
+    The resamples are those of ``scipy.stats.bootstrap(..., method="percentile", random_state=default_rng(seed))``
+    (one ``integers(0, n_units, (B, n_units))`` draw) and so is the interval (tested), but drawn here ``batch``
+    rows at a time (default: as many as fit :data:`MAX_DRAW` values), so that memory stays O(batch x n_units)
+    whatever ``n_resamples``, and the statistic gets the indices themselves (scipy would hand it a gathered copy
+    of them). The draws, and so the result, do not depend on ``batch``. Resamples where the statistic is undefined
+    (NaN, e.g. all draws the same system) are left out of the interval and counted in ``n_valid``. ``progress``: a
+    bar on long runs (:data:`PROGRESS_DRAWS`).
 
     ``p`` is the bootstrap p-value for "statistic = 0" by inverting the percentile interval: two-sided
     2 * min(share <= 0, share >= 0); one-sided the share on the wrong side of 0 for ``expected_sign``.
     """
     if n_units < 2:
         return BootstrapResult(math.nan, math.nan, math.nan, 0, np.array([]))
-
-    def stat(idx, axis=-1):
-        idx = np.asarray(idx).astype(np.int64)
-        if idx.ndim == 1:
-            return statistic(idx[None, :])[0]
-        return statistic(idx.reshape(-1, idx.shape[-1])).reshape(idx.shape[:-1])
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = scipy.stats.bootstrap((np.arange(n_units),), stat, vectorized=True, n_resamples=n_resamples,
-                                    confidence_level=ci, method="percentile", axis=-1,
-                                    random_state=np.random.default_rng(seed))
-    dist = np.asarray(res.bootstrap_distribution, float)
+    batch = int(batch) if batch else max(1, min(n_resamples, MAX_DRAW // n_units))
+    bar = _draw_bar(n_resamples, n_units, "bootstrap", progress)
+    rng = np.random.default_rng(seed)
+    dist = np.empty(n_resamples)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            for start in range(0, n_resamples, batch):
+                k = min(batch, n_resamples - start)
+                dist[start:start + k] = statistic(rng.integers(0, n_units, (k, n_units)))
+                if bar is not None:
+                    bar.update(k)
+    finally:
+        if bar is not None:
+            bar.close()
     valid = dist[~np.isnan(dist)]
     if valid.size == 0:
         return BootstrapResult(math.nan, math.nan, math.nan, 0, dist)
-    if valid.size == dist.size:
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    else:
-        a = (1 - ci) / 2
-        lo, hi = (float(v) for v in np.percentile(valid, [100 * a, 100 * (1 - a)]))
+    a = (1 - ci) / 2
+    lo, hi = (float(v) for v in np.percentile(valid, [100 * a, 100 * (1 - a)]))
     le, ge = float(np.mean(valid <= 0)), float(np.mean(valid >= 0))
     if tails == 2:
         p = min(1.0, 2 * min(le, ge))
@@ -451,22 +632,56 @@ def bootstrap(statistic: Callable[[np.ndarray], np.ndarray], n_units: int, n_res
 
 
 def bootstrap_correlation(x, y, method: str = "pearson", n_resamples: int = 1000, ci: float = 0.95,
-                          seed: int = 0, tails: int = 2, expected_sign: int = 1) -> BootstrapResult:
-    """Bootstrap CI of a correlation, resampling items (pairs with a NaN dropped first)."""
+                          seed: int = 0, tails: int = 2, expected_sign: int = 1, batch: int | None = None,
+                          progress: bool = False) -> BootstrapResult:
+    """Bootstrap CI of a correlation, resampling items (pairs with a NaN dropped first); ``batch``:
+    :func:`bootstrap`."""
     x, y = complete_pairs(x, y)
-    return bootstrap(lambda idx: rowwise_corr(x[idx], y[idx], method), x.size, n_resamples, ci, seed, tails,
-                     expected_sign)
+    if method == "pearson" and x.size >= SUMS_MIN_N:
+        statistic = _pearson_from_counts(x, y)
+    else:
+        def statistic(idx):
+            return rowwise_corr(x[idx], y[idx], method)
+    return bootstrap(statistic, x.size, n_resamples, ci, seed, tails, expected_sign, batch, progress)
+
+
+def _pearson_from_counts(x: np.ndarray, y: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Pearson's r of bootstrap resamples (rows of a (k, n) index array) from how often each pair is drawn: the
+    counts ``w`` (one ``bincount``) times the columns ``[x, y, x^2, y^2, xy]`` of the data centred on its means
+    (so that the moments do not cancel) give a row's moments in one matrix-vector product, instead of gathering two
+    (k, n) copies of the data. A resample whose drawn values of a side are all equal gets NaN, as
+    :func:`rowwise_pearson` gives it."""
+    x0, y0 = x - x.mean(), y - y.mean()
+    cols = np.stack([x0, y0, x0 * x0, y0 * y0, x0 * y0])  # (5, n)
+    n = x.size
+    tiny_x, tiny_y = 1e-9 * float(np.mean(x0 * x0)), 1e-9 * float(np.mean(y0 * y0))
+
+    def stat(idx: np.ndarray) -> np.ndarray:
+        # one resample at a time: the sums then do not depend on how many resamples a call gets
+        counts = [np.bincount(row, minlength=n).astype(float) for row in idx]
+        m = np.stack([cols @ w for w in counts]) / n
+        vx, vy = m[:, 2] - m[:, 0] ** 2, m[:, 3] - m[:, 1] ** 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.clip((m[:, 4] - m[:, 0] * m[:, 1]) / np.sqrt(vx * vy), -1.0, 1.0)
+        for i in np.flatnonzero((vx <= tiny_x) | (vy <= tiny_y)):  # rare: is a side really constant here?
+            drawn = counts[i] > 0
+            if _is_constant(x0[drawn]) or _is_constant(y0[drawn]):
+                r[i] = math.nan
+        return r
+
+    return stat
 
 
 def bootstrap_averaged(per_group_values: Sequence[float], n_resamples: int = 1000, ci: float = 0.95,
-                       seed: int = 0, tails: int = 2, expected_sign: int = 1) -> BootstrapResult:
+                       seed: int = 0, tails: int = 2, expected_sign: int = 1, batch: int | None = None,
+                       progress: bool = False) -> BootstrapResult:
     """Bootstrap CI of a mean of per-group correlations, resampling groups (undefined groups left out)."""
     v = np.asarray([x for x in per_group_values if not math.isnan(x)], float)
 
     def stat(idx):
         return v[idx].mean(axis=-1)
 
-    return bootstrap(stat, v.size, n_resamples, ci, seed, tails, expected_sign)
+    return bootstrap(stat, v.size, n_resamples, ci, seed, tails, expected_sign, batch, progress)
 
 
 # ---- agreement on pairs ------------------------------------------------------------------------------------
@@ -489,7 +704,7 @@ def pairwise_accuracy(human, metric, higher_is_better: bool = True) -> tuple[flo
 
 def within_group_pairs(groups) -> tuple[np.ndarray, np.ndarray]:
     """Index arrays (i, j), i < j, of every pair of positions that share a group label."""
-    g = np.asarray(groups, dtype=object).astype(str)
+    g = group_codes(groups)
     order = np.argsort(g, kind="stable")
     gs = g[order]
     bounds = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1], True])

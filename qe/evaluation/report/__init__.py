@@ -17,13 +17,14 @@ from qe.evaluation.report.confounds import ConfoundSections
 from qe.evaluation.report.content import ContentSections
 from qe.evaluation.report.instance import InstanceSections
 from qe.evaluation.report.system import SystemSections
+from qe.evaluation.report.wmt import WMTSections
 from qe.evaluation.report.tables import (  # noqa: F401  (re-exported)
     ABBR, CORR_NAMES, P_KINDS, PROTOCOL_NAMES, SYSTEM_WAYS, UNDEFINED_NAMES, _gpu, fnum, fp, md_table, undefined_name,
 )
 
 
 class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSections, AgreementSections,
-                   ContentSections):
+                   ContentSections, WMTSections):
     def __init__(self, d: EvalData, res: Results, *, title: str, command: str | None = None,
                  dataset_desc: str = "", figures: Sequence[Path] = (), out_dir: Path | None = None,
                  elapsed_s: float | None = None, content=None):
@@ -61,7 +62,7 @@ class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSe
     def corr_table(self, level: str, protocol: str, subset: str, methods: Sequence[str],
                    metrics: Sequence[str] | None = None) -> str | None:
         c = self.res.correlations
-        sel = c[(c.level == level) & (c.protocol == protocol) & (c.subset == subset)]
+        sel = c[(c.level == level) & (c.protocol == protocol) & (c.subset == subset) & c.method.isin(list(methods))]
         if sel.empty:
             return None
         if sel["r"].isna().all():
@@ -247,6 +248,7 @@ class ReportWriter(InstanceSections, SystemSections, CompareSections, ConfoundSe
         self.confound_section()
         self.instance_section()
         self.system_section()
+        self.wmt_section()
         self.error_section()
         self.content_section()
         self.compare_section()
@@ -262,7 +264,7 @@ TABLES = (("correlations", "correlations"), ("errors", "errors"), ("system_means
           ("confounds", "confounds"), ("agreement", "agreement"), ("krippendorff_alpha", "alpha"),
           ("human_ceiling", "ceiling"), ("system_accuracy", "system_accuracy"), ("item_accuracy", "item_accuracy"),
           ("williams", "williams"), ("permutation", "permutation"), ("between_datasets", "between_datasets"),
-          ("system_pairs", "system_pairs"), ("predicted_differences", "predicted"))
+          ("system_pairs", "system_pairs"), ("predicted_differences", "predicted"), ("rank_clusters", "rank_clusters"))
 
 
 def write_outputs(out_dir: Path, res: Results) -> list[Path]:

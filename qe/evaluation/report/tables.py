@@ -23,6 +23,7 @@ UNDEFINED_NAMES = {
     "pairs": "Pairwise system differences", "per_system": "Per-system breakdown",
     "agreement": "Correlations between criteria", "ceiling": "Human ceiling (agreement among annotators)",
     "confounds": "Confounds", "system": "System level (correlations)",
+    "wmt": "WMT metrics-task view (acc23, SPA, rank clusters)",
 }
 #: how a p-value was obtained (``p_kind`` of a correlation row), for the footnotes of a table
 P_KINDS = {"exact": "Kendall's exact null distribution (small sample, no ties)"}
