@@ -422,3 +422,13 @@ def test_qe_evaluate_writes_the_wmt_rows_table_and_clusters(tmp_path):
     assert "## WMT metrics-task view" in report and "| metric | SPA | rank (SPA) | sys. acc. |" in report
     for m in ("good", "poor", "length"):
         assert f"\n| {m} | " in report
+
+
+@pytest.mark.parametrize("key, value", [("bootstrap_n", -5), ("permutation_n", 0), ("spa_permutations", -1),
+                                        ("agreement_draws", 0), ("ci", 1.5)])
+def test_a_count_below_its_least_value_is_refused_naming_the_setting(key, value):
+    """`stats.bootstrap.n=-5` used to fail late inside scipy; `stats.permutation.n=-5` ran without a word."""
+    from qe.evaluation.evaldata import Settings
+
+    with pytest.raises(ValueError, match=r"stats\.\w+(\.\w+)? must be"):
+        Settings(**{key: value})
