@@ -360,7 +360,7 @@ def _prepare_partial(partial: Path, records, resume: bool, ident: str) -> dict[s
             was = other.get(PARTIAL_SIG)
             was = repr(was) if was else "an older qe that recorded no signature"
             raise CLIError(f"--resume: {partial} was scored by {was}, this run scores with {ident!r}; give the same "
-                           "-m/--opt/--components to continue it, or rerun without --resume to start over")
+                           "-m/--opt/--components to continue it, or --force instead of --resume to start over")
         digests = {r.id: _digest(r) for r in records}
         done = {k: v for k, v in found.items() if v.get(PARTIAL_DIGEST) == digests[k]}
         if found:
@@ -419,12 +419,14 @@ STDIN = "-"
 def _read_lines(path: str, flag: str) -> list[str]:
     """A plain line-aligned file (``-r`` / ``--mrs`` / ``--sources``): one entry per line, UTF-8 (a byte-order mark
     is dropped), the newline (``\\n`` or ``\\r\\n``) removed; a line that is not UTF-8 is named."""
-    p = Path(path)
-    if not p.exists() or p.is_dir():  # a pipe such as <(zcat ref.gz) is fine
-        raise CLIError(f"{flag} {path}: no such file")
+    from qe.core.inputs import input_file_problem
+
+    problem = input_file_problem(path)  # a pipe such as <(zcat ref.gz) is fine; a folder is said to be one
+    if problem:
+        raise CLIError(f"{flag} {problem}")
     from qe.data.record import read_text
 
-    lines = read_text(p).split("\n")  # UTF-8 (a bad byte named by line and column), byte-order mark dropped
+    lines = read_text(Path(path)).split("\n")  # UTF-8 (a bad byte named by line and column), byte-order mark dropped
     if lines and lines[-1] == "":
         lines.pop()
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
@@ -441,6 +443,11 @@ def _read_input(path: str, fmt: str):
             raise CLIError("-i -: reading outputs from standard input, but nothing is piped in")
         # the bytes, decoded as UTF-8 whatever the locale says (a bad byte is named by line)
         return read_records(getattr(sys.stdin, "buffer", sys.stdin), "txt" if fmt == "auto" else fmt, "<stdin>")
+    from qe.core.inputs import input_file_problem
+
+    problem = input_file_problem(path)
+    if problem:
+        raise CLIError(f"-i {problem}")
     return load_records(path, None if fmt == "auto" else fmt)
 
 
@@ -456,9 +463,10 @@ def _check_aligned(flag: str, path: str, values: list, records, where: str) -> N
                        "must be line-aligned")
 
 
-def load_inputs(args: argparse.Namespace):
+def load_inputs(args: argparse.Namespace, sizes: list[int] | None = None):
     """All records of ``-i`` (one system per file when several are given), with ``-r`` / ``--mrs`` / ``--sources``
-    lines attached (they replace the records' own fields): (records, where), ``where`` naming the input."""
+    lines attached (they replace the records' own fields): (records, where), ``where`` naming the input. ``sizes``,
+    when given, receives the number of records of each ``-i`` in order."""
     paths = list(args.input)
     if paths.count(STDIN) > 1:
         raise CLIError("-i - may be given once")
@@ -487,6 +495,8 @@ def load_inputs(args: argparse.Namespace):
             for r in recs:
                 r.system = r.system or name
         per_file.append((name, recs))
+        if sizes is not None:
+            sizes.append(len(recs))
     n_ids = len({r.id for _, recs in per_file for r in recs})
     clash = n_ids < sum(len(recs) for _, recs in per_file)
     out = []
@@ -538,11 +548,21 @@ def cmd_score(args: argparse.Namespace) -> int:
                        "writes its share, merged at the end)")
     if args.resume and stdin:
         raise CLIError("--resume needs an input file (standard input cannot be read twice)")
+    if args.resume and args.force:
+        raise CLIError("--resume continues OUTPUT.partial, --force throws it away: give one of them")
+    _check_counts(args, ("--bootstrap", "bootstrap", 0, "0: no CI"), ("--chunk-size", "chunk_size", 1, None),
+                  ("--batch-size", "batch_size", 1, None), ("--devices", "devices", 1, None),
+                  ("--num-nodes", "num_nodes", 1, None))
     models = _models(args)
     through = None
     if out is not None:
         _check_output(out, [*(("-i", i) for i in args.input), *(("-r", r) for r in args.refs),
                             ("--mrs", args.mrs), ("--sources", args.sources)])
+        from qe.core.inputs import output_place_problem
+
+        problem = output_place_problem(out)
+        if problem:
+            raise CLIError(f"--output {problem}")
         out, through = _output_target(out)
         if through and args.resume:
             raise CLIError(f"--resume needs a regular file as --output; {out} is {through}, written straight through "
@@ -556,6 +576,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         _check_device(args.device)
     lock = _OutputLock(out) if out is not None and not through and _lock_here(args) else _NoLock()
     with lock:
+        if out is not None and not through and not args.resume and not args.force:
+            _refuse_unfinished(out)
         fresh = out is not None and not through and not _partial_path(out).exists()
         partial = _prepare_output(out) if out is not None and not through else None
         try:
@@ -570,9 +592,108 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise
 
 
+def _check_counts(args: argparse.Namespace, *checks: tuple[str, str, int, str | None]) -> None:
+    """Refuse a count option below its least value (``qe compare --n -5`` used to run the default 1,000
+    resamples; ``--chunk-size -1`` one record at a time): ``(flag, attribute, least, what the least means)``;
+    an option left at None (its default) is not checked."""
+    for flag, attr, least, note in checks:
+        v = getattr(args, attr, None)
+        if v is not None and v < least:
+            raise CLIError(f"{flag} {v}: must be {least} or more" + (f" ({note})" if note else ""))
+
+
+def _unfinished_rows(partial: Path) -> int:
+    """Rows a run that did not finish left in ``partial`` (and the rank files of a sharded run)."""
+    n = 0
+    for p in _partials(partial):
+        if not p.is_file():
+            continue
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                n += isinstance(row, dict) and "id" in row
+    return n
+
+
+def _refuse_unfinished(out: Path) -> None:
+    """A partial output with rows in it is the work of a run that did not finish: starting over would throw those
+    rows away in silence (issue 56, D8), so say so and name the two ways on."""
+    partial = _partial_path(out)
+    n = _unfinished_rows(partial)
+    if n:
+        raise CLIError(f"--output {out}: {partial} holds {n} row{'s' if n != 1 else ''} scored by a run that did not "
+                       "finish; --resume continues from them, --force starts over (and throws them away)")
+
+
+def _check_mr_lines(scorer, path: str | None, mrs: list[str | None]) -> None:
+    """The ``--mrs`` lines a scorer that needs MRs will read: an empty one, or one its MR format cannot parse, is
+    named by the MR file and line (issue 56, D10: it used to be blamed on the ``-i`` file's record)."""
+    if path is None or not getattr(scorer, "requires_mrs", False):
+        return
+    fmt = getattr(scorer, "mr_format", None) or getattr(getattr(scorer, "matcher", None), "mr_format", None)
+    from qe.core.mr import parse_acts
+
+    for ln, mr in enumerate(mrs, 1):
+        if mr is None or not mr.strip():
+            raise CLIError(f"--mrs {path}:{ln}: an empty line; each line is the MR of the output on the same line "
+                           "of each -i file")
+        if fmt is not None:
+            parse_acts(mr, fmt, where=f"--mrs {path}:{ln}")
+
+
+def _mr_lines(args: argparse.Namespace, records) -> list[str | None]:
+    """The ``--mrs`` lines as attached to ``records`` (every ``-i`` file holds one record per line of it, in
+    order: :func:`load_inputs` checked it), without reading the file again (it may be a pipe)."""
+    n = len(records) // max(1, len(args.input))
+    return [r.mr for r in records[:n]]
+
+
+def _empty_outputs(args: argparse.Namespace, records, sizes: list[int]) -> list[tuple[str, str]]:
+    """``[(record id, where), ...]`` of the outputs that are empty or white space: ``FILE:LINE`` in a plain-text
+    input, ``FILE record ID`` in records (``sizes``: the records of each ``-i``, from :func:`load_inputs`)."""
+    out: list[tuple[str, str]] = []
+    start = 0
+    for path, n in zip(args.input, sizes):
+        name = "<stdin>" if path == STDIN else path
+        txt = args.format == "txt" or (args.format == "auto" and (path == STDIN or Path(path).suffix.lower() == ".txt"))
+        for k, r in enumerate(records[start:start + n], 1):
+            if not r.output.strip():
+                out.append((r.id, f"{name}:{k}" if txt else f"{name} record {r.id!r}"))
+        start += n
+    return out
+
+
+def _warn_empty(empty: list[tuple[str, str]], n: int, what: str) -> None:
+    """One warning for the empty outputs: how many, the first few places, and ``what`` they were scored."""
+    if not empty:
+        return
+    shown = ", ".join(w for _, w in empty[:5]) + (", ..." if len(empty) > 5 else "")
+    logging.getLogger("qe").warning("%d of %d outputs %s empty (%s): %s", len(empty), n,
+                                    "is" if len(empty) == 1 else "are", shown, what)
+
+
+def _empty_scores(metrics: list[tuple[str, Any]], rows: dict[str, dict], empty: list[tuple[str, str]]) -> str:
+    """What the empty outputs were scored, per metric: ``coverage scored them 0`` (the score each scorer documents
+    for an output that says nothing)."""
+    single = len(metrics) == 1
+    parts = []
+    for key, scorer in metrics:
+        vals = sorted({_value(rows[i], None if single else key) for i, _ in empty if i in rows},
+                      key=lambda v: (v is None, v if v is not None else 0))
+        shown = ", ".join("undefined" if v is None else f"{v:g}" for v in vals[:3])
+        parts.append(f"{getattr(scorer, 'name', key)} scored {'it' if len(empty) == 1 else 'them'} {shown}")
+    return "; ".join(parts) + " (what each scorer gives an output that says nothing)"
+
+
 def _score_here(args, models, opts, out, partial, through, to_stdout) -> int:
-    records, where = load_inputs(args)
+    sizes: list[int] = []
+    records, where = load_inputs(args, sizes)
     metrics = [(m, _load_scorer(m, opts, args.device)) for m in models]
+    for _, scorer in metrics:
+        _check_mr_lines(scorer, args.mrs, _mr_lines(args, records) if args.mrs else [])
     kw_alls = {key: _inputs(scorer, records, where) for key, scorer in metrics}
     ident = _identity(metrics, opts, args.components)
     done = _prepare_partial(partial, records, args.resume, ident) if partial is not None else {}
@@ -596,6 +717,8 @@ def _score_here(args, models, opts, out, partial, through, to_stdout) -> int:
     if partial is not None:
         rows = _merge(out, partial, records, ident)
     ordered = [rows[r.id] for r in records]
+    empty = _empty_outputs(args, records, sizes)
+    _warn_empty(empty, len(records), _empty_scores(metrics, rows, empty))
     if not args.quiet:
         _summary(metrics, ordered, str(out) if out is not None else
                  ("standard output" if to_stdout else "nowhere (-o FILE keeps the per-output scores)"))
@@ -923,12 +1046,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     files = [args.baseline, *args.systems]
     if files.count(STDIN) > 1:
         raise CLIError("- (standard input) may be given once")
+    _check_counts(args, ("--n", "n", 1, "the default: 1000 for bs, 10000 for ar"),
+                  ("--ar-confidence", "ar_confidence", -1, "-1: no CIs, 0: 1000 resamples"),
+                  ("--batch-size", "batch_size", 1, None))
+    if not 0 < args.alpha < 1:
+        raise CLIError(f"--alpha {args.alpha}: must be between 0 and 1 (a significance level such as 0.05)")
     names = _system_names(files)
     systems = {}
     first = None
     for f, name in zip(files, names):
         ns = argparse.Namespace(input=[f], refs=args.refs, mrs=args.mrs, sources=args.sources, format=args.format)
         recs, _ = load_inputs(ns)
+        _warn_empty(_empty_outputs(ns, recs, [len(recs)]), len(recs),
+                    f"each gets the score -m {args.model} gives an output that says nothing")
         if not recs:
             raise CLIError(f"{'<stdin>' if f == STDIN else f}: no outputs (an empty file); a paired test needs at "
                            "least one item")
@@ -942,17 +1072,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.device:
         _check_device(args.device)
     scorer = _load_scorer(args.model, opts, args.device)
+    _check_mr_lines(scorer, args.mrs, [r.mr for r in first] if args.mrs else [])
     kw = _inputs(scorer, first, args.baseline)  # the baseline's references / MRs / sources for every system
     if args.ser:
         _check_checkable_facts(scorer, first, kw.get("mrs"), args)
     test = "ar" if args.paired_ar else "bs"
     res = compare_systems(scorer, {k: [r.output for r in v] for k, v in systems.items()}, refs=kw.get("refs"),
-                          mrs=kw.get("mrs"), sources=kw.get("sources"), test=test, n_samples=args.n,
+                          mrs=kw.get("mrs"), sources=kw.get("sources"), test=test, n_samples=args.n or 0,
                           seed=args.seed, ar_confidence=args.ar_confidence, batch_size=args.batch_size,
                           progress=not args.quiet, pooled=args.ser)
     pvals = [r.p_value for r in res[1:]]
     adjusted = _adjust(pvals, args.correction)
-    n_samples = args.n if args.n > 0 else (1000 if test == "bs" else 10000)
+    n_samples = args.n if args.n else (1000 if test == "bs" else 10000)
     sig = Signature.of(scorer.signature).with_fields(test="paired-bs" if test == "bs" else "paired-ar", n=n_samples, seed=args.seed,
                                                      stat="ser" if args.ser else None)
     fig = _compared_figure(scorer, args.ser, kw.get("refs") is not None)
@@ -1153,6 +1284,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--resume", action="store_true",
                    help="continue OUTPUT.partial left by an interrupted run (same -m/--opt; changed records are "
                         "scored again)")
+    s.add_argument("--force", action="store_true",
+                   help="start over when OUTPUT.partial holds rows of an interrupted run (without --resume or "
+                        "--force such a run is refused, naming the file and its rows)")
     s.add_argument("--components", action="store_true", help="also write every component of composite scorers")
     s.add_argument("--batch-size", type=int, default=None)
     s.add_argument("--chunk-size", type=int, default=1000,
@@ -1190,7 +1324,7 @@ def _parser() -> argparse.ArgumentParser:
     t = c.add_mutually_exclusive_group()
     t.add_argument("--paired-bs", action="store_true", help="paired bootstrap resampling (default)")
     t.add_argument("--paired-ar", action="store_true", help="paired approximate randomization")
-    c.add_argument("--n", type=int, default=0, help="resamples / trials (default: 1000 for bs, 10000 for ar)")
+    c.add_argument("--n", type=int, default=None, help="resamples / trials (default: 1000 for bs, 10000 for ar)")
     c.add_argument("--ar-confidence", type=int, default=0,
                    help="bootstrap resamples for the CIs with --paired-ar (0: 1000, -1: none)")
     c.add_argument("--seed", type=int, default=12345, help="random seed (default 12345, sacrebleu's)")

@@ -37,7 +37,12 @@ class Entry:
         return resolve_target(self.target)
 
     def build(self, **options: Any) -> Any:
-        return self.resolve()(**{**self.options, **options})
+        from qe.core.scorer import check_options
+
+        factory = self.resolve()
+        merged = {**self.options, **options}
+        check_options(factory, merged, getattr(factory, "name", None) or getattr(factory, "__name__", "scorer"))
+        return factory(**merged)
 
 
 def _E(target: str, doc: str, **options: Any) -> Entry:

@@ -2,11 +2,16 @@
 
 * :func:`check_texts` / :func:`normalise_refs` — what ``Scorer.score`` accepts, with errors that name the item;
 * :func:`scorer_inputs` — the ``mrs`` / ``refs`` / ``sources`` a scorer needs, taken from records, or an error
-  naming the first record that lacks the field.
+  naming the first record that lacks the field;
+* :func:`input_file_problem` / :func:`output_place_problem` — what is wrong with a path given as an input file or as
+  an output to write (a folder, a missing file, a parent that is a file), in words, before anything is read or
+  written (issue 56, D6 / D7: "no such file" for a folder, "[Errno 17] File exists" for ``-o file.txt/out.json``).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from qe.errors import MissingInputError
@@ -75,4 +80,27 @@ def scorer_inputs(scorer: Any, records: Sequence[Any], where: str = "input") -> 
     return kw
 
 
-__all__ = ["check_texts", "normalise_refs", "scorer_inputs", "NEEDS"]
+def input_file_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as an input file (``"/data/run1 is a folder, not a file: ..."``), or None. A named
+    pipe or ``/dev/fd/N`` (process substitution) is a file here."""
+    p = Path(path)
+    if p.is_dir():
+        return f"{p} is a folder, not a file: give a file in it"
+    if not p.exists():
+        return f"{p}: no such file"
+    return None
+
+
+def output_place_problem(path: str | os.PathLike) -> str | None:
+    """Why no file can be written at ``path`` because of the folders above it (one of them is a regular file, so
+    the folder cannot be made there), or None. Other problems (permissions, a full disk) are left to the write,
+    whose error names the file."""
+    p = Path(path)
+    for parent in reversed(p.parents):  # the shortest first: the first one that is not a folder is the culprit
+        if parent.exists() and not parent.is_dir():
+            return (f"{p}: cannot make a folder there, {parent} is a file, not a folder; give a path that is not "
+                    f"inside {parent}")
+    return None
+
+
+__all__ = ["check_texts", "normalise_refs", "scorer_inputs", "input_file_problem", "output_place_problem", "NEEDS"]

@@ -123,3 +123,29 @@ class Scorer(abc.ABC):
 
 def nan() -> float:
     return math.nan
+
+
+def check_options(factory: Any, options: dict[str, Any], name: str) -> None:
+    """Refuse options that ``factory`` (a scorer class or function) does not take, naming each with the closest
+    valid one and listing them all: a typo (``--opt lexcon=none``) used to surface as ``CoverageScorer.__init__()
+    got an unexpected keyword argument 'lexcon'``. A factory that takes ``**kwargs`` passes them on to something
+    else, so it is left to say what it does not know. Raises TypeError, as Python does for a bad keyword."""
+    import difflib
+    import inspect
+
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature: nothing to check against
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    valid = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [k for k in options if k not in valid]
+    if not unknown:
+        return
+    said = []
+    for k in unknown:
+        close = difflib.get_close_matches(k, valid, n=1, cutoff=0.6)
+        said.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise TypeError(f"{name}: unknown option{'s' if len(unknown) > 1 else ''} {', '.join(said)}; "
+                    + (f"its options: {', '.join(valid)}" if valid else "it takes no options"))
