@@ -22,10 +22,14 @@ Verdicts (one per fact of the MR):
 
 Slots that share words (E2E's ``priceRange`` and ``customer rating`` both say "high" and "average"): a one-word
 mention whose nearest content word in its clause is a word of another category slot's name, and not of its own,
-is that slot's ("high priced", "the price range is high"; :meth:`Matcher._attach`), and a pattern reads a form of
-its slot's name word ("average priced" for "average price"). A binary slot's trigger is read in other forms of its
-words ("kids", "children", "allows") and its polarity is flipped by a negation cue a few words before it or right
-after it, past auxiliaries only ("children are not allowed").
+is that slot's ("high priced", "the price range is high"; :meth:`Matcher._attach`); where distance is in doubt
+(another slot's name word in reach of a word it also knows), spaCy's dependency parse decides ("the prices at this
+place are high": the subject of the copula). A pattern reads a form of its slot's name word ("average priced" for
+"average price"). A single letter, a function word or a word the miner found common beyond its slot matches only
+with a word of its slot in its clause (:meth:`Matcher._out_of_context`: the rating value "a" is not the article).
+An MR value's plural realises it through the near-verbatim match ("televisions" for ``type[television]``). A binary
+slot's trigger is read in other forms of its words ("kids", "children", "allows") and its polarity is flipped by a
+negation cue a few words before it or right after it, past auxiliaries only ("children are not allowed").
 
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
 value of a slot it has, or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
@@ -81,11 +85,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, content_word,
-                                entity_words, fold, norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_kind,
-                                unexplained_spans)
+                                entity_words, fold, in_context, needs_context, norm_tokens, norm_value, raw_tokens,
+                                rules_lexicon, slot_cues, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
                              tok_close, tok_close_strict)
@@ -95,6 +100,22 @@ STATUSES = ("realised", "omitted", "wrong", "unchecked")
 SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas", "yet"})
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
+#: how far (tokens, in its sentence) another category slot's word may stand from a one-word value mention for its
+#: slot to be in doubt, so that the dependency parse decides it (:meth:`Matcher._attach`)
+ATTACH_REACH = 6
+#: what ends the sentence a value word is parsed in
+_SENTENCE_END = frozenset({".", "!", "?", ";"})
+#: relative pronouns: the subject of the copula in "a price range that is low" stands for the noun the clause
+#: qualifies
+_RELATIVES = frozenset({"that", "which", "who", "whose"})
+#: dependency labels (spaCy's English scheme) whose head is what the word qualifies ("a *low* rating", "*highly*
+#: priced", "*not* welcome")
+_MODIFIER_DEPS = frozenset({"amod", "advmod", "compound", "nmod", "npadvmod", "nummod", "quantmod", "neg"})
+#: the predicate of a copula ("prices are *high*"): what it qualifies is the copula's subject
+_PREDICATE_DEPS = frozenset({"acomp", "attr", "oprd"})
+#: the pipelines tried for the parse, best first (``en_core_web_sm`` is a dependency of qe)
+SYNTAX_PIPELINES = ("en_core_web_md", "en_core_web_sm")
+_SYNTAX: dict[str, Any] = {}
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 _ISO_DATE = re.compile(r"^(\d{3,4})-(\d\d)-\d\d$")
 #: a season: "2014–15", "2014-15"
@@ -229,6 +250,58 @@ def _negation_after(tokens: list[str], end: int) -> int | None:
     return None
 
 
+def _syntax_pipeline():
+    """spaCy's tokens-to-vectors and dependency parser (the first of :data:`SYNTAX_PIPELINES` that loads, through
+    :func:`qe.core.offline.load_spacy`; tagger, lemmatizer and entities off), or None, with one warning, where none
+    loads: then distance alone places value words (:meth:`Matcher._attach`)."""
+    if "nlp" not in _SYNTAX:
+        from qe.core.offline import load_spacy
+
+        nlp, errors = None, []
+        for name in SYNTAX_PIPELINES:
+            try:
+                nlp = load_spacy(name, disable=("ner", "lemmatizer", "attribute_ruler", "senter", "tagger"))
+                break
+            except Exception as exc:  # noqa: BLE001 - a missing or broken pipeline: try the next, then go on without
+                errors.append(f"{name}: {exc}")
+        if nlp is None:
+            import logging
+
+            logging.getLogger("qe").warning("coverage: no spaCy parser loads (%s); value words are placed by "
+                                            "distance alone", "; ".join(errors)[:300])
+        _SYNTAX["nlp"] = nlp
+    return _SYNTAX["nlp"]
+
+
+@lru_cache(maxsize=100_000)
+def _stem(t: str) -> str:
+    """The Snowball (Porter 2) stem of an English word: "rated" and "rating" are one word for the parse's slots."""
+    st = _SYNTAX.get("stemmer")
+    if st is None:
+        from nltk.stem.snowball import SnowballStemmer
+
+        st = _SYNTAX["stemmer"] = SnowballStemmer("english")
+    return st.stem(t)
+
+
+def _governor(k: int, heads: list[int], deps: list[str], words: tuple[str, ...]) -> int | None:
+    """What the word ``k`` of a parsed sentence qualifies: the head of a modifier ("a *low* rating", "*highly*
+    priced"); for the predicate of a copula ("prices are *high*"), the copula's subject, or, when that subject is a
+    relative pronoun or there is none, the noun the relative clause qualifies ("a price range that is *low*"); None
+    for any other role."""
+    dep = deps[k]
+    if dep in _MODIFIER_DEPS:
+        return heads[k] if heads[k] != k else None
+    if dep in _PREDICATE_DEPS:
+        cop = heads[k]
+        subj = [j for j, (h, d) in enumerate(zip(heads, deps)) if h == cop and j != cop and d in ("nsubj", "nsubjpass")]
+        if subj and words[subj[0]].lower() not in _RELATIVES:
+            return subj[0]
+        if deps[cop] in ("relcl", "acl") and heads[cop] != cop:
+            return heads[cop]
+    return None
+
+
 class Matcher:
     """The matcher engine: value lexicons (:class:`~qe.content.lexicon.Lexicon`) plus surface-form rules.
 
@@ -250,6 +323,13 @@ class Matcher:
         self._name_words_cache: dict[str, tuple[str, ...]] = {}  #: a slot's written name -> its content words
         #: per set of category slots: token -> the slots whose name it is a word of (:meth:`_attach`)
         self._owners: dict[tuple, dict[str, set[str]]] = {}
+        #: the dependency parses of the sentences :meth:`_attach` had to parse (words -> (heads, labels)), and how
+        #: many it parsed (a figure for the benchmarks: parsing is for the few mentions distance cannot place)
+        self._parses: dict[tuple[str, ...], tuple[list[int], list[str]] | None] = {}
+        self.parsed = 0
+        self._entry_cache: dict[tuple[str, str, tuple[str, ...]], dict[str, int] | None] = {}
+        self._cues: dict[str, set[str]] = {}  #: a slot's context words (:meth:`_out_of_context`)
+        self._cue_memo: dict[tuple, dict[str, set[str]]] = {}  #: per set of slots: token -> slots (:meth:`_cue_owner`)
 
     # --------------------------------------------------------------------------------------------- facts
     @staticmethod
@@ -316,7 +396,7 @@ class Matcher:
         return idx
 
     def _candidates(self, tokens: list[str], mr_slots: dict[str, list[str]], raw: dict[tuple[str, str], str],
-                    names: dict[str, str]) -> list[_Match]:
+                    names: dict[str, str], output: str | None = None) -> list[_Match]:
         idx = self._index()
         extra: dict[str, list] = {}
         for key, vals in mr_slots.items():  # MR values and slots the lexicon does not know
@@ -325,7 +405,7 @@ class Matcher:
                 sl = self._slot_lex(key, vals)
                 ents = self._entries(key, sl, vals, raw)
                 if sl.kind == "binary":
-                    words = tuple(norm_tokens(property_words(names.get(key, key))))
+                    words = _name_cue(names.get(key, key), tokens)
                     if words:
                         ents.append((words, key, None, "trigger"))
             else:
@@ -379,7 +459,70 @@ class Matcher:
                 i, j = _find_near(tokens, v.split())
                 if i >= 0:
                     cands.append(_Match(key, i, j, {v: 1}, " ".join(tokens[i:j]), "value"))
-        return self._attach(cands, tokens, mr_slots, names)
+        cands = self._attach(cands, tokens, mr_slots, names, output)
+        # after attaching: a word another slot's name claims is that slot's before its context is asked for
+        return [c for c in cands if not self._out_of_context(c, tokens, mr_slots, names, output, raw)]
+
+    def _out_of_context(self, m: _Match, tokens: list[str], mr_slots: dict[str, list[str]],
+                        names: dict[str, str], output: str | None = None,
+                        raw: dict[tuple[str, str], str] | None = None) -> bool:
+        """A mention too weak to state a value alone, with no word of its slot's context around it
+        (:func:`~qe.content.lexicon.in_context`: a word of the slot's name or of its multi-word patterns and
+        triggers within a few tokens of its clause): a single letter or function words (the rating value "a" is
+        not the article; :func:`~qe.content.lexicon.needs_context`), or a word the lexicon's miner found common
+        beyond the slot (``settings["context_words"]``). A single letter or function word must also be tied to that
+        word by the dependency parse (:meth:`_tied`: "an energy rating of *b*", not "*a* television with an energy
+        rating"). A negation before the mention still counts (:func:`_negation_at`): "does not use credit cards"
+        is the slot's, negated. Names need no context: an entity slot's values, and an MR value written with a
+        capital (``name[A]``), as :meth:`_align_slots` takes such a value for a name."""
+        sl = self.lexicon.slots.get(m.slot)
+        if (sl is not None and sl.kind == "entity") or (m.source == "value" and any(
+                ((raw or {}).get((m.slot, v)) or "")[:1].isupper() for v in m.values)):
+            return False
+        words = tokens[m.start:m.end]
+        weak = all(needs_context(t) for t in words)
+        if not weak:
+            ctx = self.lexicon.settings.get("context_words") if isinstance(self.lexicon.settings, dict) else None
+            if m.length != 1 or not isinstance(ctx, dict) or not any(
+                    words[0] == w or _word_form(words[0], w) for w in ctx.get(m.slot) or ()):
+                return False
+        cues = self._cues.get(m.slot)
+        if cues is None:
+            sl = self.lexicon.slots.get(m.slot) or self._slot_lex(m.slot, mr_slots.get(m.slot, []))
+            cues = self._cues[m.slot] = slot_cues(m.slot, sl) | slot_cues(m.slot, sl, names.get(m.slot))
+        if not in_context(tokens, m.start, m.end, cues):
+            return True
+        return weak and not self._tied(m.start, m.end, tokens, output, cues)
+
+    def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
+        """Whether the words ``tokens[i:j]`` and a word of ``cues`` (or a form of one) are tied by the dependency
+        parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
+        rating). True without a parser (the window of :meth:`_out_of_context` decides)."""
+        a = i
+        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
+            a -= 1
+        b = j
+        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
+            b += 1
+        cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
+        parse = self._parse(tuple(cased[a:b]))
+        if parse is None:
+            return True
+        heads = parse[0]
+
+        def up(k: int) -> list[int]:
+            out = []
+            for _ in range(3):
+                if heads[k] == k:
+                    break
+                k = heads[k]
+                out.append(k)
+            return out
+
+        mine = set(range(i - a, j - a))
+        cue_at = {k for k in range(b - a) if k not in mine and (tokens[a + k] in cues or (
+            content_word(tokens[a + k]) and any(_form_of(tokens[a + k], c) for c in cues)))}
+        return any(set(up(k)) & cue_at for k in mine) or any(set(up(c)) & mine for c in cue_at)
 
     # ------------------------------------------------------------------------------- slots' own words
     def _name_words(self, key: str, names: dict[str, str]) -> tuple[str, ...]:
@@ -394,12 +537,28 @@ class Matcher:
         return got
 
     def _attach(self, cands: list[_Match], tokens: list[str], mr_slots: dict[str, list[str]],
-                names: dict[str, str]) -> list[_Match]:
-        """A scale word belongs to the slot whose name it qualifies: "high" in "high priced" or "the price range is
-        high" is the price's, "average" in "average priced" not the rating's. A one-word mention of a category slot
-        whose nearest content word (after it, else before it, in its clause) is a word of another category slot's
-        name, and not of its own, is read as that slot's when that slot knows the word as one of its own one-word
-        patterns or values (a form of it: "highly" for "high"); otherwise it stays as it is."""
+                names: dict[str, str], output: str | None = None) -> list[_Match]:
+        """A value word belongs to the slot whose name it qualifies: "high" in "high priced" or "the price range is
+        high" is the price's, "low" in "a low customer rating and a price range" the rating's. The one-word mentions
+        of category slots at one position are placed in two steps.
+
+        1. By distance (cheap, and right for most texts): the nearest content word after the word (else before it)
+           within 3 tokens of its clause. When it is a word of another category slot's name, and not of the
+           mention's own, the word is read as that slot's (:meth:`_one_word_entry`: a one-word pattern or value of
+           it, or the slot's patterns of the word with its name's words: "low" of priceRange says what "low price",
+           "low priced", "low prices" say); otherwise it stays as it is.
+        2. By the dependency parse, where distance is in doubt (:meth:`_in_doubt`): words of two slots' names on
+           either side ("a price range ... low customer rating"), or none next to the word but a word of another
+           slot's name (:meth:`_cue_owner`) within :data:`ATTACH_REACH` tokens of its sentence ("the prices at this
+           place are high", where "high" is also a rating), another slot that knows the word in either case. spaCy's parser (:func:`_syntax_pipeline`) parses that sentence
+           (cached per sentence) and the word goes to the slot of what it qualifies (:func:`_governor`): the head of
+           a modifier ("a *low* customer rating", "*highly* priced"), the subject of a copula for its predicate
+           ("prices are *high*"), the noun a relative clause qualifies ("a price range that is *low*"). The other
+           slots' mentions of the word at that position are dropped; where the parse names no single slot, or no
+           parser is installed, step 1 decides.
+
+        So the parser runs on few outputs: 60 of the first 1,500 E2E development references
+        (``benchmarks/matcher_speed.py``; docs/results/content-log.md, "Issue 56")."""
         if not cands:
             return cands
         keys = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "category"}
@@ -431,26 +590,147 @@ class Matcher:
 
         out: list[_Match] = []
         have = {(c.slot, c.start, c.end) for c in cands}
+        at: dict[int, list[_Match]] = {}
         for c in cands:
             if c.length != 1 or c.slot not in words or c.source == "trigger":
                 out.append(c)
-                continue
-            near = nearest(c.end, 1) or nearest(c.start - 1, -1)
-            other = sorted(near - {c.slot})
-            if not near or c.slot in near or len(other) != 1:
-                out.append(c)
-                continue
-            to = other[0]
-            compat = self._one_word_entry(to, c.text, mr_slots)
-            if compat is None:
-                out.append(c)
-            elif (to, c.start, c.end) not in have:
-                out.append(_Match(to, c.start, c.end, compat, c.text, "pattern" if len(compat) > 1 else "value"))
-                have.add((to, c.start, c.end))
-        return out
+            else:
+                at.setdefault(c.start, []).append(c)
+        cased: list[str] | None = None
+        for i, group in at.items():
+            after, before = nearest(i + 1, 1), nearest(i - 1, -1)
+            near = after or before
+            target = None
+            if self._in_doubt(i, group, after, before, tokens, words, mr_slots, names):
+                if cased is None:
+                    cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
+                target = self._syntax_slot(i, tokens, cased, words)
+            if target is not None:  # the parse decides: the word is the mention of the slot it qualifies
+                mine = [c for c in group if c.slot == target]
+                if mine:
+                    out.extend(mine)
+                    continue
+                word = group[0].text
+                compat = self._one_word_entry(target, word, mr_slots, names)
+                if compat is not None and (target, i, i + 1) not in have:
+                    out.append(_Match(target, i, i + 1, compat, word, "pattern" if len(compat) > 1 else "value"))
+                    have.add((target, i, i + 1))
+                continue  # a word the slot it qualifies does not know says nothing of the others
+            for c in group:  # distance decides
+                other = sorted(near - {c.slot})
+                if not near or c.slot in near or len(other) != 1:
+                    out.append(c)
+                    continue
+                to = other[0]
+                compat = self._one_word_entry(to, c.text, mr_slots, names)
+                if compat is None:
+                    out.append(c)
+                elif (to, c.start, c.end) not in have:
+                    out.append(_Match(to, c.start, c.end, compat, c.text, "pattern" if len(compat) > 1 else "value"))
+                    have.add((to, c.start, c.end))
+        # in the candidates' order (a new mention where the one it replaces stood): ties in _resolve go as before
+        rank = {id(c): n for n, c in enumerate(cands)}
+        first = {i: min(rank[id(c)] for c in group) for i, group in at.items()}
+        return sorted(out, key=lambda m: rank.get(id(m), first.get(m.start, len(cands))))
 
-    def _one_word_entry(self, key: str, word: str, mr_slots: dict[str, list[str]]) -> dict[str, int] | None:
-        """The compatible values of a slot's one-word pattern or value that is ``word`` or a form of it."""
+    def _cue_owner(self, t: str, words: dict[str, tuple[str, ...]]) -> set[str]:
+        """The category slots whose name ``t`` is a word of for the parse: a form of it (:func:`_form_of`) or the
+        same Snowball stem ("rated" / "rating")."""
+        if not content_word(t):
+            return set()
+        memo = self._cue_memo.setdefault(tuple(sorted(words.items())), {})
+        got = memo.get(t)
+        if got is None:
+            if len(memo) > 100_000:  # bounded, as the owners of _attach
+                memo.clear()
+            st = _stem(t)
+            got = memo[t] = {k for k, ws in words.items() if any(_form_of(t, w) or st == _stem(w) for w in ws)}
+        return got
+
+    def _in_doubt(self, i: int, group: list[_Match], after: set[str], before: set[str], tokens: list[str],
+                  words: dict[str, tuple[str, ...]], mr_slots: dict[str, list[str]], names: dict[str, str]) -> bool:
+        """Whether distance cannot tell which slot the word at ``i`` is said of: another slot that knows the word
+        (:meth:`_one_word_entry`) has a word of its name next to it on one side and a slot another on the other
+        side ("the price range ... *low* customer rating"), or, with no slot's word next to it, within
+        :data:`ATTACH_REACH` tokens of its sentence (:meth:`_cue_owner`: "the prices at this pub are *high*")."""
+        mine = {c.slot for c in group}
+        word = group[0].text
+
+        def knows(slots: set[str]) -> bool:  # another slot could claim the word
+            return any(self._one_word_entry(k, word, mr_slots, names) is not None for k in slots - mine)
+
+        if after and before:
+            return after != before and knows(after | before)
+        if after or before:
+            return False
+        reach: set[str] = set()
+        for step in (1, -1):
+            k = i + step
+            while 0 <= k < len(tokens) and abs(k - i) <= ATTACH_REACH and tokens[k] not in _SENTENCE_END:
+                reach |= self._cue_owner(tokens[k], words)
+                k += step
+        return knows(reach) or (len(mine) > 1 and bool(reach))
+
+    def _syntax_slot(self, i: int, tokens: list[str], cased: list[str],
+                     words: dict[str, tuple[str, ...]]) -> str | None:
+        """The category slot the word ``tokens[i]`` qualifies by the dependency parse of its sentence, or None (no
+        single slot, or no parser): the slot whose name holds the word it qualifies (:func:`_governor`) or, for a
+        noun with compounds ("customer rating"), one of those."""
+        a = i
+        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
+            a -= 1
+        b = i + 1
+        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
+            b += 1
+        sent = tuple(cased[a:b])
+        parse = self._parse(sent)
+        if parse is None:
+            return None
+        heads, deps = parse
+        k = i - a
+        for _ in range(3):  # up through modifiers of modifiers ("very highly priced")
+            g = _governor(k, heads, deps, sent)
+            if g is None:
+                return None
+            got = self._cue_owner(tokens[a + g], words)
+            for j, (h, d) in enumerate(zip(heads, deps)):  # "customer rating": its compounds
+                if h == g and j != g and d == "compound":
+                    got = got | self._cue_owner(tokens[a + j], words)
+            if got:
+                return next(iter(got)) if len(got) == 1 else None
+            if deps[g] not in _MODIFIER_DEPS:
+                return None
+            k = g
+        return None
+
+    def _parse(self, words: tuple[str, ...]) -> tuple[list[int], list[str]] | None:
+        """(heads, labels) of spaCy's dependency parse of ``words`` (pre-tokenised: one spaCy token per matcher
+        token), cached per sentence; None without a parser."""
+        if words in self._parses:
+            return self._parses[words]
+        nlp = _syntax_pipeline()
+        got = None
+        if nlp is not None:
+            from spacy.tokens import Doc
+
+            doc = Doc(nlp.vocab, words=list(words))
+            for _, proc in nlp.pipeline:
+                doc = proc(doc)
+            got = ([t.head.i for t in doc], [t.dep_ for t in doc])
+            self.parsed += 1
+        if len(self._parses) > 20_000:  # bounded, as the owners above
+            self._parses.clear()
+        self._parses[words] = got
+        return got
+
+    def _one_word_entry(self, key: str, word: str, mr_slots: dict[str, list[str]],
+                        names: dict[str, str] | None = None) -> dict[str, int] | None:
+        """The compatible values of a slot's one-word pattern or value that is ``word`` or a form of it; else what
+        the slot's patterns made of the word and words of the slot's name say ("low" of priceRange: "low price",
+        "low priced", "low prices" together), or None."""
+        ck = (key, word, tuple(sorted(mr_slots.get(key, []))))
+        if ck in self._entry_cache:
+            return self._entry_cache[ck]
         sl = self.lexicon.slots.get(key)
         entries: dict[str, dict[str, int]] = {}
         if sl is not None:
@@ -461,10 +741,28 @@ class Matcher:
         for v in mr_slots.get(key, []):
             if v and " " not in v and v not in entries and v not in UNCHECKED_VALUES:
                 entries[v] = {v: 1}
+        got: dict[str, int] | None = None
         if word in entries:
-            return entries[word]
-        hit = [e for e in entries if tok_close_strict(word, e)]
-        return entries[hit[0]] if len(hit) == 1 else None
+            got = entries[word]
+        else:
+            hit = [e for e in entries if tok_close_strict(word, e)]
+            if len(hit) == 1:
+                got = entries[hit[0]]
+            elif sl is not None:
+                own = self._name_words(key, names or {})
+                merged: dict[str, int] = {}
+                for p, compat in sl.patterns.items():
+                    toks = p.split()
+                    rest = [t for t in toks if t != word]
+                    if len(toks) > 1 and len(rest) < len(toks) and any(content_word(t) for t in rest) and all(
+                            not content_word(t) or any(_form_of(t, w) for w in own) for t in rest):
+                        for v, n in compat.items():
+                            merged[v] = merged.get(v, 0) + n
+                got = merged or None
+        if len(self._entry_cache) > 50_000:
+            self._entry_cache.clear()
+        self._entry_cache[ck] = got
+        return got
 
     @staticmethod
     def _resolve(cands: list[_Match], mr_slots: dict[str, list[str]]) -> list[_Match]:
@@ -488,11 +786,14 @@ class Matcher:
         tokens = norm_tokens(output)
         mr_slots: dict[str, list[str]] = {}
         raw: dict[tuple[str, str], str] = {}
+        spelled = _binary_spellings(facts, self.lexicon)  # true / false / 1 / 0 of a binary slot -> yes / no
         for _, s, v in facts:
-            mr_slots.setdefault(norm_slot(s), []).append(norm_value(v))
-            raw[(norm_slot(s), norm_value(v))] = (v or "").strip()
+            key, nv = norm_slot(s), norm_value(v)
+            nv = spelled.get((key, nv), nv)
+            mr_slots.setdefault(key, []).append(nv)
+            raw[(key, nv)] = (v or "").strip()
         written = {norm_slot(s): s for _, s, _ in facts}
-        matches = self._resolve(self._candidates(tokens, mr_slots, raw, written), mr_slots)
+        matches = self._resolve(self._candidates(tokens, mr_slots, raw, written, output), mr_slots)
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
         cue_words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")
@@ -518,6 +819,7 @@ class Matcher:
         pending = []
         for _, s, v in facts:
             key, nv = norm_slot(s), norm_value(v)
+            nv = spelled.get((key, nv), nv)
             if v is not None and nv in UNCHECKED_VALUES:
                 al.verdicts.append(Verdict(s, v, "unchecked"))
                 continue
@@ -1397,4 +1699,66 @@ def _surface_forms(value: str) -> list[list[str]]:
     return [norm_tokens(" ".join(v)) for v in value_variants(value)]
 
 
-__all__ = ["Alignment", "Matcher", "Verdict", "Said", "STATUSES", "NEGATION_WINDOW"]
+# ------------------------------------------------------------------------ binary values in any spelling (issue 56)
+#: how MRs spell the two values of a binary slot (the matcher reads polarity as yes / no)
+BINARY_SPELLINGS = {"yes": "yes", "true": "yes", "1": "yes", "no": "no", "false": "no", "0": "no"}
+#: a slot name that asks a yes/no question ("isForBusinessComputing", "hasUsbPort", "acceptsCards"): 1 / 0 values of
+#: such a slot are binary; of any other slot (``stars=1``) they stay numbers
+_PREDICATE_NAME = re.compile(r"^(?:is|has|have|can|does|allows|accepts|offers|supports)[a-z_ ]{3,}$")
+
+
+def _binary_spellings(facts, lexicon: Lexicon) -> dict[tuple[str, str], str]:
+    """``{(slot key, value): "yes" | "no"}`` for the MR's values of binary slots spelled otherwise than yes / no, so
+    that ``isforbusinesscomputing=false`` is matched, and said, as ``no`` (verdicts keep the MR's own spelling).
+
+    ``true`` / ``false`` (any case) are binary wherever they stand, as :func:`~qe.content.lexicon.slot_kind` reads them;
+    ``1`` / ``0`` are when the lexicon knows the slot as binary, or when every value the MR gives the slot is 1 or 0
+    and its name asks a yes/no question (:data:`_PREDICATE_NAME`)."""
+    by_slot: dict[str, list[str]] = {}
+    names: dict[str, str] = {}
+    for _, s, v in facts:
+        if v is not None:
+            by_slot.setdefault(norm_slot(s), []).append(norm_value(v))
+            names[norm_slot(s)] = s
+    out: dict[tuple[str, str], str] = {}
+    for key, vals in by_slot.items():
+        sl = lexicon.slots.get(key)
+        numeric_ok = (sl is not None and sl.kind == "binary") or (
+            all(v in ("1", "0") for v in vals) and bool(_PREDICATE_NAME.match(names[key].lower())))
+        for v in vals:
+            canon = BINARY_SPELLINGS.get(v)
+            if canon is not None and canon != v and (v not in ("1", "0") or numeric_ok):
+                out[(key, v)] = canon
+    return out
+
+
+def _name_cue(name: str, tokens: list[str]) -> tuple[str, ...]:
+    """The words of a binary slot's name that say it is talked about, for a slot no lexicon knows: the name's words
+    (``family friendly`` for ``familyFriendly``, as :func:`~qe.core.surface.property_words` splits it). A name written
+    as one lower-case word (``isforbusinesscomputing``) is split into the output's words and function words, the
+    fewest pieces first, and its leading and trailing function words dropped (``business computing``; a negation
+    before them is read as for any trigger: "it is not for business computing"); a name that does not split so is
+    kept whole (it then matches only itself)."""
+    words = tuple(norm_tokens(property_words(name)))
+    if len(words) != 1 or len(words[0]) < 6 or not words[0].isalpha():
+        return words
+    from qe.content.lexicon import _stopwords
+
+    whole = words[0]
+    vocab = {t for t in tokens if t.isalpha() and len(t) >= 2} | {w for w in _stopwords() if w.isalpha()}
+    # best[i]: the fewest pieces that spell whole[:i] (a word-break by dynamic programming)
+    best: list[list[str] | None] = [[]] + [None] * len(whole)
+    for i in range(1, len(whole) + 1):
+        for j in range(max(0, i - 30), i):
+            piece, head = whole[j:i], best[j]
+            if head is not None and piece in vocab and (best[i] is None or len(head) + 1 < len(best[i])):
+                best[i] = head + [piece]
+    pieces = best[-1] or [whole]
+    while len(pieces) > 1 and not content_word(pieces[0]):
+        pieces = pieces[1:]
+    while len(pieces) > 1 and not content_word(pieces[-1]):
+        pieces = pieces[:-1]
+    return tuple(pieces) if any(content_word(w) for w in pieces) else words
+
+
+__all__ = ["Alignment", "Matcher", "Verdict", "Said", "STATUSES", "NEGATION_WINDOW", "BINARY_SPELLINGS"]

@@ -1,8 +1,14 @@
-"""Mined lexicons kept between runs: the ``e2e``, ``sf`` and ``webnlg`` lexicons are mined once, then read back.
+"""Mined lexicons kept between runs: ``lexicon=e2e@data`` (``sf@data``, ``webnlg@data``) mines a dataset's lexicon
+from the data directory once, then reads it back.
 
-Mining a dataset's lexicon takes 10-50 s (:func:`qe.content.scorer.dataset_lexicon`); reading its JSON takes a few
-milliseconds. Each mined lexicon is written to ``<models>/.cache/lexicons/<name>-<data>-<miner>.json`` (``<models>``:
-``$QE_MODELS``, else ``~/.cache/qe/models``, the zoo's folder), keyed by
+The ``e2e``, ``sf`` and ``webnlg`` lexicons ship with ``qe`` (``qe/resources/lexicons``, :mod:`qe.content.shipped`):
+``lexicon=auto`` and ``lexicon=e2e|sf|webnlg`` read those and need no data folder. This cache serves the other way,
+mining from the data folder (:func:`qe.content.scorer.mined_lexicon`): to check that the shipped files are what the
+miner makes of the published data, or to use a miner changed since they were written.
+
+Mining a dataset's lexicon takes 10-50 s; reading its JSON takes a few milliseconds. Each mined lexicon is written to
+``<models>/.cache/lexicons/<name>-<data>-<miner>.json`` (``<models>``: ``$QE_MODELS``, else ``~/.cache/qe/models``,
+the zoo's folder), keyed by
 
 * ``<data>``: the sha256 (12 hex digits) of the files it is mined from (:data:`SOURCES`), so a changed or
   re-downloaded dataset is mined again, and
@@ -12,10 +18,11 @@ milliseconds. Each mined lexicon is written to ``<models>/.cache/lexicons/<name>
 A cache entry that cannot be read is mined again (and rewritten); a cache folder that cannot be written is reported
 once and the lexicon is mined in every process. ``QE_LEXICON_CACHE=0`` turns the cache off.
 
-Why a cache and not lexicons shipped in the wheel: a mined lexicon holds its dataset's values (the E2E lexicon every
-restaurant name of the cleaned development set) and so carries the dataset's licence - CC BY-SA 4.0 for E2E, CC
-BY-NC-SA 4.0 (non-commercial) for WebNLG - which an MIT-licensed wheel should not pass on to every user; ``qe`` ships
-no third-party data (data/README.md). The first use reads the data directory; later ones read the cache.
+Licences: a mined lexicon holds its dataset's values (the E2E lexicon every restaurant name of the cleaned
+development set) and the words its references use, so it is a derived file that carries its dataset's licence - CC
+BY-SA 4.0 for E2E, Apache 2.0 for SF, CC BY-NC-SA 4.0 (non-commercial, share-alike) for WebNLG - not qe's MIT
+licence. The shipped files say so in ``qe/resources/lexicons/README.md`` (source files, their sha256, the licence, the
+command that regenerates each); the cached ones carry the same licences.
 """
 from __future__ import annotations
 

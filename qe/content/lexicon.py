@@ -140,9 +140,28 @@ class SlotLexicon:
                                ("triggers", list, "a list")):
             if key in d and not isinstance(d[key], typ):
                 raise ValueError(f"{at}: field {key!r} must be {what}, not {type(d[key]).__name__}")
-        bad = next((k for k, v in d.get("patterns", {}).items() if not isinstance(v, dict)), None)
-        if bad is not None:
-            raise ValueError(f"{at}: field 'patterns', pattern {bad!r}: must map values to counts (an object)")
+        # every string the matcher reads is checked here, where the file and slot can be named: an empty pattern
+        # or a null value used to fail deep in the matcher (an IndexError; "expected string or bytes-like object")
+        for key, v in d.get("values", {}).items():  # an empty value ("area=" in an SF act) is mined as ""
+            if not isinstance(v, str):
+                raise ValueError(f"{at}: field 'values', value {key!r}: must be the value as written (a string), "
+                                 f"not {v!r}")
+        for key, v in d.get("patterns", {}).items():
+            if not key.strip():
+                raise ValueError(f"{at}: field 'patterns': an empty pattern (key {key!r}) matches nothing; give the "
+                                 "words that state the slot, or remove it")
+            if not isinstance(v, dict):
+                raise ValueError(f"{at}: field 'patterns', pattern {key!r}: must map values to counts (an object)")
+            for value, count in v.items():
+                if isinstance(count, bool) or not isinstance(count, (int, float)) or not count >= 0:
+                    raise ValueError(f"{at}: field 'patterns', pattern {key!r}, value {value!r}: the count must be "
+                                     f"a number >= 0, not {count!r}")
+        for i, t in enumerate(d.get("triggers", [])):
+            if not isinstance(t, str) or not t.strip():
+                raise ValueError(f"{at}: field 'triggers', item {i}: must be the words of a trigger (a non-empty "
+                                 f"string), not {t!r}")
+        if d.get("name") is not None and not isinstance(d["name"], str):
+            raise ValueError(f"{at}: field 'name' must be the slot's name as written (a string), not {d['name']!r}")
         try:
             examples = int(d.get("examples", 0))
         except (TypeError, ValueError):
@@ -188,6 +207,13 @@ class Lexicon:
         if not isinstance(props, dict) or not all(isinstance(v, list) for v in props.values()) \
                 or not isinstance(common, list):
             raise ValueError(f"{where}: 'properties' must map property names to word lists and 'common' be a list")
+        for what, words in [*((f"'properties', property {k!r}", v) for k, v in props.items()), ("'common'", common)]:
+            bad = next((w for w in words if not isinstance(w, str) or not w.strip()), "ok")
+            if bad != "ok":
+                raise ValueError(f"{where}: field {what}: {bad!r} is not a word (a non-empty string)")
+        empty = next((k for k in d["slots"] if not k.strip()), None)
+        if empty is not None:
+            raise ValueError(f"{where}: field 'slots': a slot with an empty name ({empty!r}); name it as the MRs do")
         return cls({k: SlotLexicon.from_dict(v, where, k) for k, v in d["slots"].items()}, d.get("source", str(where)),
                    d.get("settings", {}), {str(k): [str(w) for w in v] for k, v in props.items()},
                    [str(w) for w in common])
@@ -365,6 +391,15 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     # plus the food), or it would swallow that fact's words when matched (:func:`_borrowed`)
     others = {k: [v.split() for v in values[k] if v and v not in UNCHECKED_VALUES]
               for k in values if kinds[k] == "category"}
+    # each slot's own words, for the rule that a pattern stays in its slot (:func:`_out_of_slot`): the words of its
+    # name (not of an entity slot's: E2E's "near" is also the preposition of "near the river") and the content words
+    # of its values (category slots)
+    slot_name_words = {k: {w for w in norm_tokens(property_words(slot_names[k])) if content_word(w)}
+                       for k in values if kinds[k] != "entity"}
+    slot_value_words = {k: {t for v in values[k] if v not in UNCHECKED_VALUES for t in v.split() if content_word(t)}
+                        for k in values if kinds[k] == "category"}
+    dropped: Counter = Counter()
+    context_words: dict[str, list[str]] = {}
     for key in sorted(values):
         sl = SlotLexicon(kinds[key], {v: written[key][v] for v in sorted(values[key])}, examples=n_slot[key],
                          name=slot_names[key] if slot_names[key] != key else None)
@@ -411,6 +446,10 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             if kinds[key] == "category" and not any(w in own_words or (w not in name_words and w not in stop)
                                                     for w in words):
                 continue  # the slot's name and function words only ("food in the", "rating of"): no value's words
+            why = _out_of_slot(words, key, own_words | name_words, slot_name_words, slot_value_words)
+            if why is not None:
+                dropped[why] += 1
+                continue
             share = gram_value[(g, key)]
             # a value most texts of the slot hold (E2E's "coffee shop") is evidenced by its own words only: that
             # an n-gram co-occurs with it says little
@@ -452,6 +491,12 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         if kinds[key] == "category" and alias_lift:
             _add_aliases(sl, key, checkable, values[key], n_slot[key], gram_slot, gram_value, min_count, min_share,
                          alias_lift)
+        common = _context_words(key, sl, checkable, texts, gram_n, gram_slot, n, n_slot[key], slot_names[key])
+        if common:
+            context_words[key] = common
+    lex.settings["dropped_patterns"] = {why: dropped[why] for why in DROP_REASONS}
+    if context_words:
+        lex.settings["context_words"] = context_words
     scale = {k: [p for p in v if k in lex.slots and {p[0], p[1]} <= set(lex.slots[k].values)]
              for k, v in (scale_pairs or {}).items()}
     scale = {k: v for k, v in scale.items() if v}
@@ -459,6 +504,147 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         _join_scale_pairs(lex, scale)
         lex.settings["scale_pairs"] = {k: [[a, b] for a, b, _ in v] for k, v in sorted(scale.items())}
     return lex
+
+
+#: a one-word value, pattern or trigger that at least this share of the texts *without* its slot hold is a common
+#: word (:func:`_context_words`)
+CONTEXT_DF = 0.05
+#: ... and it needs its slot's context to match when at least this share of its slot's texts that hold it have
+#: the context around it
+CONTEXT_SHARE = 0.5
+#: how far (tokens, not across a clause boundary) a slot's context may stand from a word that needs it
+CONTEXT_REACH = 4
+#: what ends a word's context (as the matcher's SCOPE_END)
+_CLAUSE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas",
+                         "yet"})
+
+
+def slot_cues(key: str, sl: "SlotLexicon", name: str | None = None) -> set[str]:
+    """The words that put a value of slot ``key`` in its context: the content words of its name (``name``, else the
+    lexicon's or the key) and of its multi-word patterns and triggers, not words of its values ("rating", "rated",
+    "customer", "star" for E2E's ``customer rating``; "credit", "card" for ``acceptscreditcards``)."""
+    value_words = {t for v in sl.values for t in v.split()}
+    words = {w for w in norm_tokens(property_words(name or sl.name or key)) if content_word(w)}
+    for g in list(sl.patterns) + list(sl.triggers):
+        toks = g.split()
+        if len(toks) > 1:
+            words |= {t for t in toks if content_word(t) and t not in value_words and t not in NEGATIONS}
+    return words
+
+
+def in_context(tokens: Sequence[str], i: int, j: int, cues: set[str], reach: int = CONTEXT_REACH) -> bool:
+    """Whether a word of ``cues`` (or a form of one: :func:`_form_of`) stands within ``reach`` tokens of
+    ``tokens[i:j]``, in its clause (:data:`_CLAUSE_END`)."""
+    for start, step in ((i - 1, -1), (j, 1)):
+        k = start
+        while 0 <= k < len(tokens) and abs(k - (i if step < 0 else j - 1)) <= reach and tokens[k] not in _CLAUSE_END:
+            t = tokens[k]
+            if t in cues or (content_word(t) and any(_form_of(t, c) for c in cues)):
+                return True
+            k += step
+    return False
+
+
+def needs_context(word: str) -> bool:
+    """A word too weak to state a value alone, wherever it was mined: a single letter ("a" for an energy rating
+    *A*) or a function word (:func:`function_words`)."""
+    return (len(word) == 1 and word.isalpha()) or word in function_words()
+
+
+@lru_cache(maxsize=1)
+def function_words() -> frozenset[str]:
+    """The function words both scikit-learn's and spaCy's English stop-word lists hold (:func:`_stopwords` holds
+    scikit-learn's, which also lists content words such as "mill", "system", "fire": "The Mill" is a name, not
+    function words). spaCy's list is read from its module file without importing spaCy (as
+    :func:`_sklearn_stop_words`); without spaCy, scikit-learn's alone."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("spacy")
+    path = None if spec is None or not spec.submodule_search_locations else \
+        Path(next(iter(spec.submodule_search_locations))) / "lang" / "en" / "stop_words.py"
+    if path is None or not path.is_file():
+        return _stopwords()
+    mod_spec = importlib.util.spec_from_file_location("qe._spacy_stop_words", path)
+    if mod_spec is None or mod_spec.loader is None:
+        return _stopwords()
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return _stopwords() & frozenset(getattr(mod, "STOP_WORDS", ()) or _stopwords())
+
+
+def _context_words(key: str, sl: "SlotLexicon", checkable: set[str], texts, gram_n: Counter, gram_slot, n: int,
+                   n_key: int, name: str) -> list[str]:
+    """The one-word values, patterns and triggers of slot ``key`` that match only in its context
+    (:func:`in_context` of :func:`slot_cues`): besides single letters and function words (:func:`needs_context`,
+    decided when matching), words common beyond the slot - held by :data:`CONTEXT_DF` or more of the texts whose MR
+    lacks it - that its own texts mostly (:data:`CONTEXT_SHARE`) write in its context ("high" of ``customer
+    rating``: "a high customer rating"; not SF's "hotel" of ``type``, which no text writes with a word of
+    "type"): such a word alone says the slot's value no more often than it says something else."""
+    if n <= n_key:
+        return []
+    words = {g for g in list(sl.patterns) + list(sl.triggers) if " " not in g}
+    words |= {v for v in checkable if " " not in v and v not in BINARY_VALUES}
+    cues = slot_cues(key, sl, name)
+    out = []
+    for w in sorted(words):
+        if needs_context(w) or (gram_n.get(w, 0) - gram_slot[w].get(key, 0)) / (n - n_key) < CONTEXT_DF:
+            continue
+        held = ctx = 0
+        for facts, toks in texts:
+            if key not in facts or w not in toks:
+                continue
+            held += 1
+            ctx += any(in_context(toks, i, i + 1, cues - {w}) for i, t in enumerate(toks) if t == w)
+        if held and ctx / held >= CONTEXT_SHARE:
+            out.append(w)
+    return out
+
+
+#: why a mined n-gram is not kept as a pattern although it passes the counts (:func:`_out_of_slot`), as
+#: ``Lexicon.settings["dropped_patterns"]`` counts them
+DROP_REASONS = ("other_slot_words", "function_word_edge")
+
+
+def _out_of_slot(words: list[str], key: str, own: set[str], name_words: dict[str, set[str]],
+                 value_words: dict[str, set[str]]) -> str | None:
+    """Why the n-gram ``words``, a candidate pattern of slot ``key``, is not kept, or None.
+
+    A pattern stays in its slot. It holds no word of another slot, unless the word is also ``key``'s own (``own``:
+    its name's and values' words; "high" is both E2E slots'):
+
+    * a word of another binary or category slot's name, or a form of one: "rating and a price" of ``customer
+      rating`` holds priceRange's "price";
+    * without a word of ``key``'s own name, a content word of another category slot's values: "average rated
+      coffee" holds eatType's "coffee" (while "low price" is the price's although "low" is also a rating).
+
+    Matched, such a pattern would swallow the words of another fact and say this slot's value where the text says
+    the other's. And it does not end on a function word (:func:`_stopwords`; not a word of the slot's own values,
+    such as "than" of ``less than £20``): "average rating and", "£ 20 and", "use a" reach into the next phrase. Nor
+    does it start on function words before the slot's own words ("a 5", "the high", "it has an average": the words
+    that say the value are mined on their own) or before a negation alone ("does not"). A function word that opens a
+    phrase whose words are not the slot's own ("by the river", "near the river" for ``area[riverside]``) is what
+    makes the n-gram say the value, and stays: on E2E, dropping those too cost the area slot 20 points of omission
+    precision (docs/results/content-log.md, "Issue 56")."""
+    stop = _stopwords()
+    names_own = any(content_word(t) and any(_form_of(t, w) for w in name_words.get(key, ())) for t in words)
+    for t in words:
+        if t in own or not content_word(t):
+            continue
+        for other in set(name_words) | set(value_words):
+            if other == key:
+                continue
+            if any(_form_of(t, w) for w in name_words.get(other, ())) or (
+                    not names_own and t in value_words.get(other, ())):
+                return "other_slot_words"
+    if len(words) > 1 and words[-1] in stop and words[-1] not in own:
+        return "function_word_edge"
+    if len(words) > 1 and words[0] in stop and words[0] not in own:
+        core = words[next(i for i, w in enumerate(words) if w not in stop or w in own):] if any(
+            w not in stop or w in own for w in words) else []
+        if not any(content_word(w) and w not in NEGATIONS for w in core) or \
+                any(w in value_words.get(key, ()) or w in own for w in core):
+            return "function_word_edge"
+    return None
 
 
 def _holds_words(words: list[str], own: set[str], names: set[str]) -> bool:

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
+import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -31,9 +35,13 @@ TEXT_FIELDS = ("text", "ref", "output")
 def read_pairs(path: str | Path, text_field: str | None = None, mr_field: str = "mr",
                fmt: str = "auto") -> list[tuple[str, str, str]]:
     """``[(mr, text, where), ...]`` from a CSV or JSONL file (module docstring); ``where`` is ``file:line``."""
+    from qe.core.inputs import input_file_problem
     from qe.data.record import jsonl_objects, read_csv_rows, read_text
 
     p = Path(path)
+    problem = input_file_problem(p)
+    if problem:
+        raise FileNotFoundError(problem)
     text = read_text(p)
     fmt = fmt if fmt != "auto" else ("csv" if p.suffix.lower() == ".csv" else
                                      "jsonl" if p.suffix.lower() in (".jsonl", ".ndjson") else "")
@@ -183,6 +191,10 @@ def summary(lex) -> list[str]:
         shown = ", ".join(f"{g!r}" for g in (pats[:4] or sl.triggers[:4]))
         lines.append(f"  {sl.name or key:18s} {sl.kind:8s} {len(sl.values):4d} values {len(sl.patterns):4d} patterns"
                      + (f"  e.g. {shown}" if shown else ""))
+    dropped = lex.settings.get("dropped_patterns")
+    if dropped:  # n-grams the counts would keep but that leave their slot (qe.content.lexicon._out_of_slot)
+        lines.append(f"  not kept: {dropped.get('other_slot_words', 0)} n-grams holding another slot's words, "
+                     f"{dropped.get('function_word_edge', 0)} starting or ending on a function word")
     for key, found in sorted(lex.settings.get("scale_pairs", {}).items()):  # what the miner took as one value
         sl = lex.slots.get(key)
         values = sl.values if sl is not None else {}
@@ -194,7 +206,76 @@ def summary(lex) -> list[str]:
     return lines
 
 
+log = logging.getLogger("qe")
+
+
+class Working:
+    """Says that a long step runs (mining a lexicon: 10-50 s): on a terminal a bar with the time spent, redrawn
+    twice a second (the miner reports no count to fill a bar with); elsewhere no bar. An INFO log line when it
+    starts and one when it ends, with the time taken (``qe score -v`` shows them)."""
+
+    def __init__(self, desc: str, enabled: bool = True):
+        self.desc, self.enabled = desc, enabled
+        self._bar: Any = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "Working":
+        from qe.core.runtime import stderr_is_terminal
+
+        self._t0 = time.monotonic()
+        log.info("%s ...", self.desc)
+        if self.enabled and stderr_is_terminal():
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=None, desc=self.desc, bar_format="{desc}: {elapsed}", leave=False)
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._bar.refresh()
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._bar is not None:
+            self._bar.close()
+        log.info("%s: %s in %.1f s", self.desc, "failed" if exc[0] else "done", time.monotonic() - self._t0)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths are one file (the same path, or links to one file)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def write_lexicon(lex, out: str | Path) -> None:
+    """Write a lexicon's JSON to a temporary file in ``out``'s folder and rename it into place (:func:`os.replace`):
+    a reader never sees half a file, and a write that fails (a full disk) leaves ``out`` as it was and raises an
+    OSError naming ``out``."""
+    out = Path(out)
+    if out.is_symlink():  # the file the link points to is written; the link stays a link
+        out = Path(os.path.realpath(out))
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        lex.save(tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    except OSError as exc:
+        kept = f"; {out} is as it was" if out.exists() else ""
+        raise OSError(f"cannot write the lexicon {out}: {exc.strerror or exc}{kept}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def main(argv: Sequence[str]) -> int:
+    from qe.core.inputs import input_file_problem, output_place_problem
     from qe.core.mr import MR_FORMATS
 
     ap = argparse.ArgumentParser(prog="qe content", description="The content check's tools (qe score -m coverage).")
@@ -215,21 +296,33 @@ def main(argv: Sequence[str]) -> int:
     m.add_argument("--min-count", type=int, default=None,
                    help="texts an n-gram must appear in to become a pattern (default 5; triples 2); lower it for "
                         "a few hundred pairs")
-    m.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    m.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    m.add_argument("--force", action="store_true", help="overwrite an existing output file (never the input)")
+    m.add_argument("--quiet", "-q", action="store_true", help="no summary, no bar")
     m.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = ap.parse_args(list(argv))
     out = Path(args.output)
-    try:
+    try:  # everything that can be checked is checked before the mining (10-50 s on a few thousand pairs)
+        problem = input_file_problem(args.input)
+        if problem:
+            raise FileNotFoundError(f"-i {problem}")
+        if _same_file(Path(args.input), out):
+            raise FileExistsError(f"-o {out} is the input file -i {args.input}; write the lexicon to a new file "
+                                  "(qe content mine never overwrites what it reads, not even with --force)")
+        problem = output_place_problem(out)
+        if problem:
+            raise FileExistsError(f"-o {problem}")
+        if out.is_dir():
+            raise IsADirectoryError(f"-o {out} is a folder; give a file name such as {out / 'lexicon.json'}")
         if out.exists() and not args.force:
             raise FileExistsError(f"{out} exists: choose another -o or pass --force")
         if args.min_count is not None and args.min_count < 1:
             raise ValueError(f"--min-count {args.min_count}: must be 1 or more")
         settings = {} if args.min_count is None else {"min_count": args.min_count}
-        lex = mine_file(args.input, mr_format=args.mr_format, text_field=args.text_field, mr_field=args.mr_field,
-                        fmt=args.format, **settings)
+        with Working(f"qe content mine: mining {args.input}", enabled=not args.quiet):
+            lex = mine_file(args.input, mr_format=args.mr_format, text_field=args.text_field,
+                            mr_field=args.mr_field, fmt=args.format, **settings)
         out.parent.mkdir(parents=True, exist_ok=True)
-        lex.save(out)
+        write_lexicon(lex, out)
     except (ValueError, OSError, RecordError) as exc:
         if args.debug:
             raise
@@ -242,4 +335,5 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-__all__ = ["read_pairs", "mine", "scale_pairs", "mine_file", "summary", "main", "TEXT_FIELDS", "SCALE_MIN_READS"]
+__all__ = ["read_pairs", "mine", "scale_pairs", "mine_file", "summary", "main", "write_lexicon", "Working",
+           "TEXT_FIELDS", "SCALE_MIN_READS"]

@@ -45,18 +45,23 @@ the data), precision of what it asks under correctness and relevance (the object
 predicates are right; it describes only predicates of the data). Repetitions count in neither. The penalties were
 set without any rating: a wrong value is as bad as a missing one plus a false statement, a stated value the MR does
 not hold costs one fact, a repetition half. ``--system-level`` reports the mean coverage per system and, as its
-corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N.
+corpus-level score, the system's SER pooled over its outputs: sum of errors / sum of N, over the outputs whose MR
+holds a checkable fact (the others, like their coverage, count nothing: not even a value they invent).
 
-``lexicon``: ``auto`` (default: per MR, by its format - E2E attribute lists use ``e2e``, dialogue acts ``sf``, RDF
-triples ``webnlg``, anything else the rules; a lexicon whose data are not in the data directory is replaced by the
-rules with one warning naming ``qe data download <dataset>``, and the signature says so: ``auto[e2e:rules-no-data]``),
-``none`` (the rules: values are found by their own surface forms, binary slots by the words of their name), ``e2e``
-(mined from the cleaned E2E development references in the data directory: the MR each reference realises), ``sf``
-(mined from the SF Hotel / Restaurant training references), ``webnlg`` (RDF triples: the words the WebNLG 2020
-training references use for each property; with it the matcher also lists, as hallucinated, the stretches of an
-output's words that no triple explains) or the path of a lexicon JSON file (:mod:`qe.content.lexicon`; ``qe content
-mine`` writes one from your own (MR, text) pairs). A dataset's lexicon is mined once (10-50 s) and then read from the
-cache (:mod:`qe.content.cache`). The signature names each lexicon used by checksum.
+``lexicon``: ``auto`` (default: per MR, by its slots - the known lexicon that has every slot of the MR: E2E
+attribute slots use ``e2e``, SF hotel / restaurant slots ``sf``, in whatever MR format; RDF triples ``webnlg``; an MR
+with a slot no known lexicon has is checked by the rules, with one warning naming those slots, and the signature says
+``rules``: ``auto[e2e:<checksum>,rules]``; :class:`AutoMatcher`), ``none`` (the rules: values are found by their own
+surface forms, binary slots by the words of their name), ``e2e`` (mined from the cleaned E2E development references:
+the MR each reference realises), ``sf`` (mined from the SF Hotel / Restaurant training references), ``webnlg`` (RDF
+triples: the words the WebNLG 2020 training references use for each property; with it the matcher also lists, as
+hallucinated, the stretches of an output's words that no triple explains) or the path of a lexicon JSON file
+(:mod:`qe.content.lexicon`; ``qe content mine`` writes one from your own (MR, text) pairs). The three dataset
+lexicons ship with ``qe`` (``qe/resources/lexicons``, :mod:`qe.content.shipped`): no data folder is needed.
+``e2e@data`` (``sf@data``, ``webnlg@data``) mines the lexicon from the data directory instead, once (10-50 s), then
+reads it from the cache (:mod:`qe.content.cache`). A named lexicon or file that does not fit the MRs it scores (slots
+it does not know; a triple lexicon on slot MRs or the reverse) is used as asked, with one warning. The signature
+names each lexicon used by checksum.
 ``mr_format`` (default ``auto``): how MRs are read (``da``, ``e2e``, ``json``, ``triples``; :func:`qe.core.mr.parse_acts`),
 for MRs whose format detection gets wrong (an E2E value holding ``|``).
 
@@ -80,62 +85,68 @@ from typing import Any
 
 from qe.content.align import Alignment, Matcher
 from qe.content.lexicon import Lexicon
-from qe.content.mining import mine
+from qe.content.shipped import DATASET_LEXICONS, triple_pairs
+from qe.content.shipped import mine_dataset_lexicon as _mine_dataset
 from qe.core.scorer import Scorer
-
-#: lexicons mined from a dataset on demand: name -> (what it reads, how)
-DATASET_LEXICONS = {"e2e": "the cleaned E2E development references (e2e/devel-fixed.no-ol.csv: column mr, ref)",
-                    "sf": "the SF Hotel and SF Restaurant training references (sfx/*/train.json; dialogue acts)",
-                    "webnlg": "the WebNLG 2020 training references (webnlg2020/train.tar.xz; RDF triples: the words "
-                              "texts use for each property, qe.content.lexicon.mine_triples)"}
-
 
 #: what ``score=`` makes the score: the counts (``coverage``, the default) or ``coverage_soft`` (``soft``: partial
 #: evidence and extents; ``soft-partial``: partial evidence only, the component then computed so)
 SCORES = ("counts", "soft", "soft-partial")
 
-#: what ``lexicon=auto`` (the default) uses for each MR format (:func:`qe.core.mr.detect`): E2E attribute lists the
-#: E2E lexicon, dialogue acts the SF Hotel / Restaurant one, RDF triples the WebNLG one; other formats (JSON maps)
-#: the rules
-AUTO_LEXICONS = {"e2e": "e2e", "da": "sf", "triples": "webnlg"}
+#: the lexicons ``lexicon=auto`` (the default) chooses among, by the MR's slots (:func:`auto_lexicon`)
+AUTO_LEXICONS = ("e2e", "sf", "webnlg")
+#: which of several lexicons that all fit an MR ``lexicon=auto`` prefers, by the MR's format (:func:`qe.core.mr.detect`)
+FORMAT_PREFERENCE = {"e2e": "e2e", "da": "sf", "triples": "webnlg"}
+#: the suffix that asks for a dataset's lexicon mined from the data directory rather than the shipped one
+MINED = "@data"
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
-    """The lexicon of a known dataset (:data:`DATASET_LEXICONS`), mined from the data directory on first use and
-    read back from the cache afterwards (:mod:`qe.content.cache`)."""
+    """The lexicon of a known dataset (:data:`DATASET_LEXICONS`): the one shipped with ``qe``
+    (:func:`qe.content.shipped.load`, checked against its checksum; ``data_dir`` is not read), or, for ``<name>@data``,
+    the one mined from the data directory (:func:`mined_lexicon`)."""
+    if name.endswith(MINED):
+        return mined_lexicon(name[:-len(MINED)], data_dir)
     if name not in DATASET_LEXICONS:
-        raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
+        raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)} "
+                         f"(add {MINED} to mine it from the data directory)")
+    from qe.content import shipped
+
+    return shipped.load(name)
+
+
+def mined_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
+    """The lexicon of a known dataset mined from the data directory on first use and read back from the cache
+    afterwards (:mod:`qe.content.cache`); ``lexicon=<name>@data``. A missing data file raises the error naming it."""
+    if name not in DATASET_LEXICONS:
+        raise ValueError(f"lexicon={name}{MINED}: choose one of {', '.join(n + MINED for n in DATASET_LEXICONS)}")
     from qe.content.cache import cached
 
     return cached(name, data_dir, lambda: mine_dataset_lexicon(name, data_dir))
 
 
+def _announced(mine_fn):
+    """Mining a dataset's lexicon on first use takes 10-50 s: a bar with the time spent on a terminal and an INFO
+    log line around it (:class:`qe.content.mining.Working`), not silence (issue 56)."""
+    from functools import wraps
+
+    @wraps(mine_fn)
+    def announced(name: str, data_dir: str | None = None) -> Lexicon:
+        from qe.content.mining import Working
+
+        with Working(f"coverage: mining the {name} lexicon from the data directory (once: the cache keeps it)"):
+            return mine_fn(name, data_dir)
+
+    return announced
+
+
+@_announced
 def mine_dataset_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
-    """Mine the lexicon of a known dataset (:data:`DATASET_LEXICONS`) from the data directory (no cache)."""
-    if name == "e2e":
-        from qe.data.e2e import e2e_slot_gold
-
-        rows = e2e_slot_gold("dev", data_dir)
-        return mine([(r["mr"], r["ref"]) for r in rows], source="e2e-dev-cleaned", min_count=10)
-    if name == "sf":
-        from qe.data.references import SF_DOMAINS, sf_references
-
-        refs = [r for d in SF_DOMAINS for r in sf_references(d, "train", data_dir)]
-        return mine([(r.mr, r.ref) for r in refs], source="sf-train", min_count=10)
-    if name == "webnlg":
-        from qe.content.lexicon import mine_triples
-        from qe.data.webnlg import webnlg_entries
-
-        return mine_triples(triple_pairs(webnlg_entries("train", data_dir)), source="webnlg-train",
-                            where="webnlg2020/train")
-    raise ValueError(f"lexicon={name!r}: choose none, a lexicon JSON file, or one of {', '.join(DATASET_LEXICONS)}")
-
-
-def triple_pairs(entries) -> list[tuple[str, str]]:
-    """The ``(mr, text)`` pairs the ``webnlg`` lexicon is mined from: every reference of each WebNLG entry that the
-    corpus marks ``good``."""
-    return [(e.mr, x.text) for e in entries for x in e.lexes if x.comment == "good"]
+    """Mine the lexicon of a known dataset from the data directory (no cache), announced on a terminal:
+    :func:`qe.content.shipped.mine_dataset_lexicon` (it lives there so that the generator of the shipped lexicons
+    does not import this module)."""
+    return _mine_dataset(name, data_dir)
 
 
 def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) -> Lexicon | None:
@@ -149,75 +160,175 @@ def resolve_lexicon(lexicon: str | Lexicon | None, data_dir: str | None = None) 
     if text.lower() == "auto":
         raise ValueError("lexicon='auto' picks a lexicon per MR: use CoverageScorer(lexicon='auto'), or name one of "
                          f"none, {', '.join(DATASET_LEXICONS)} or a lexicon JSON file here")
-    if text in DATASET_LEXICONS:
+    if text in DATASET_LEXICONS or (text.endswith(MINED) and text[:-len(MINED)] in DATASET_LEXICONS):
         return dataset_lexicon(text, data_dir)
     from pathlib import Path
 
     if not Path(text).exists() and "/" not in text and not text.endswith(".json"):
         raise ValueError(f"lexicon={text!r}: not a known lexicon nor a file; choose none, "
-                         f"{', '.join(DATASET_LEXICONS)}, or a lexicon JSON file")
+                         f"{', '.join(DATASET_LEXICONS)} (shipped; <name>{MINED}: mined from the data directory), "
+                         "or a lexicon JSON file")
     return Lexicon.load(text)
 
 
+def mr_slots(mr: str, where: str = "<mr>", mr_format: str = "auto") -> tuple[bool, frozenset[str]]:
+    """Whether an MR is RDF triples, and its slot names (:func:`~qe.core.surface.norm_slot`; a triple MR's
+    properties)."""
+    from qe.core.mr import TRIPLE_ACT
+    from qe.core.surface import norm_slot
+
+    facts = Matcher.facts(mr, where, mr_format)
+    triples = bool(facts) and all(a == TRIPLE_ACT for a, _, _ in facts)
+    return triples, frozenset(norm_slot(s) for _, s, _ in facts)
+
+
+def lexicon_misfit(lex: Lexicon, triples: bool, slots: frozenset[str]) -> str | None:
+    """Why ``lex`` does not fit an MR (None: it does): a slot lexicon fits an MR whose every slot it has, a lexicon of
+    triple words (``webnlg``) an MR of RDF triples. The rules (no slots, no triple words) fit any MR."""
+    if not lex.slots and not lex.has_triple_words:
+        return None
+    if triples:
+        return None if lex.has_triple_words else "the MR holds RDF triples and the lexicon knows slots only"
+    if not lex.slots:
+        return "the MR holds slots and the lexicon knows RDF triple words only"
+    unknown = sorted(slots - set(lex.slots))
+    return f"slots the lexicon does not have: {', '.join(unknown)}" if unknown else None
+
+
+def auto_lexicon(triples: bool, slots: frozenset[str], fmt: str | None,
+                 lexicons: dict[str, Lexicon]) -> str | None:
+    """``lexicon=auto``'s choice for one MR among ``lexicons`` (name -> lexicon), None for the rules.
+
+    RDF triples take the lexicon of triple words (``webnlg``): their properties are an open vocabulary and that
+    lexicon adds words, not facts of slots. An MR of slots takes a lexicon that has *every* one of its slots. Not most:
+    slot names such as ``name``, ``type``, ``price``, ``area`` recur across domains, so a partial overlap is the mark of
+    another domain (a laptop MR has 3 of its 5 slots in the SF lexicon; a BAGEL MR 4-5 of 5-6, and with the SF lexicon
+    11 invented names per 100 faithful BAGEL references against none with the rules), and a lexicon whose slots hold
+    every slot of the MR is of its domain, so that every fact it reports, invented ones included, is of a slot of that
+    domain. Among several that fit, the one the MR's format suggests (:data:`FORMAT_PREFERENCE`), then the one with
+    the fewest slots (the fewest slots it could report as invented), then by name. An MR without slots (``goodbye()``)
+    takes none: no fact to check, no domain to speak for."""
+    if triples:
+        fit = [n for n, lex in lexicons.items() if lex.has_triple_words]
+    elif not slots:
+        return None
+    else:
+        fit = [n for n, lex in lexicons.items() if lex.slots and lexicon_misfit(lex, False, slots) is None]
+    if not fit:
+        return None
+    prefer = FORMAT_PREFERENCE.get(fmt or "")
+    return min(fit, key=lambda n: (n != prefer, len(lexicons[n].slots), n))
+
+
 class AutoMatcher:
-    """``lexicon=auto``: one :class:`~qe.content.align.Matcher` per MR format, each with the lexicon of
-    :data:`AUTO_LEXICONS`, made when an MR of that format is first met. A lexicon whose data are not in the data
-    directory is replaced by the rules, with one warning that names ``qe data download <dataset>``; the signature says
-    so (:meth:`used`)."""
+    """``lexicon=auto``: per MR, one :class:`~qe.content.align.Matcher` with the shipped lexicon whose slots hold every
+    slot of the MR (:func:`auto_lexicon`), made when such an MR is first met. An MR with a slot no known lexicon has
+    is checked by the rules, with one warning naming its unknown slots; the signature says what was used
+    (:meth:`used`)."""
 
     name = "matcher"
 
-    def __init__(self, data_dir: str | None = None, mr_format: str = "auto"):
+    def __init__(self, data_dir: str | None = None, mr_format: str = "auto", lexicons: tuple[str, ...] = AUTO_LEXICONS):
         from qe.core.mr import MR_FORMATS
 
         if mr_format not in MR_FORMATS:
             raise ValueError(f"mr_format={mr_format!r}: choose one of {', '.join(MR_FORMATS)}")
         self.data_dir, self.mr_format = data_dir, mr_format
-        self._by_format: dict[str | None, Matcher] = {}
-        self._used: dict[str, str] = {}  # lexicon name -> its checksum, or "absent"
+        self.names = tuple(lexicons)
+        self._lexicons: dict[str, Lexicon] | None = None
+        self._by_name: dict[str | None, Matcher] = {}
+        self._choice: dict[tuple, str | None] = {}  # (triples, slots, format) -> the lexicon's name (None: rules)
+        self._by_mr: dict[str, str | None] = {}  # an MR met before -> its choice
+        self._used: dict[str, str] = {}  # lexicon name -> its checksum; "rules" -> "" when the rules were used
+        self._warned = False
 
-    def matcher_for(self, mr: str) -> Matcher:
+    def lexicons(self) -> dict[str, Lexicon]:
+        """The known lexicons by name (the shipped ones, read on first use: a few milliseconds)."""
+        if self._lexicons is None:
+            self._lexicons = {n: dataset_lexicon(n, self.data_dir) for n in self.names}
+        return self._lexicons
+
+    def choose(self, mr: str, where: str = "<mr>") -> str | None:
+        """The name of the lexicon :func:`auto_lexicon` picks for ``mr`` (None: the rules)."""
         from qe.core.mr import detect
 
+        if mr in self._by_mr:  # the same MR again (one per system compared): no second parse
+            return self._by_mr[mr]
+        triples, slots = mr_slots(mr, where, self.mr_format)
         fmt = self.mr_format if self.mr_format != "auto" else detect(mr)
-        got = self._by_format.get(fmt)
+        key = (triples, slots, fmt)
+        if key not in self._choice:
+            got = self._choice[key] = auto_lexicon(triples, slots, fmt, self.lexicons())
+            if got is None and slots and not self._warned:
+                self._warn(slots, where)
+        if len(self._by_mr) > 100_000:  # bounded: a long run over many MRs does not grow it without end
+            self._by_mr.clear()
+        self._by_mr[mr] = self._choice[key]
+        return self._choice[key]
+
+    def _warn(self, slots: frozenset[str], where: str) -> None:
+        import logging
+
+        self._warned = True
+        # the slots that keep the nearest lexicon (the one missing the fewest) from fitting
+        near = min(((sorted(slots - set(lex.slots)), n) for n, lex in self.lexicons().items() if lex.slots),
+                   key=lambda x: (len(x[0]), x[1]), default=(sorted(slots), "none"))
+        logging.getLogger("qe").warning(
+            "coverage: lexicon=auto: no known lexicon (%s) has every slot of an MR (%s; unknown to the nearest, %s: "
+            "%s); MRs like it are checked by the rules, which find values by their own words and binary slots by "
+            "their names (weaker: paraphrased values read as omitted). A lexicon mined from your own pairs fits "
+            "them: `qe content mine`, then --opt lexicon=<its file>. Said once", ", ".join(self.names), where,
+            near[1], ", ".join(near[0]))
+
+    def matcher_for(self, mr: str, where: str = "<mr>") -> Matcher:
+        name = self.choose(mr, where)
+        got = self._by_name.get(name)
         if got is None:
-            got = self._by_format[fmt] = Matcher(self._lexicon(AUTO_LEXICONS.get(fmt or "")), mr_format=self.mr_format)
+            lex = None if name is None else self.lexicons()[name]
+            got = self._by_name[name] = Matcher(lex, mr_format=self.mr_format)
+        self._used[name or "rules"] = "" if name is None else got.lexicon.checksum
         return got
-
-    def _lexicon(self, name: str | None) -> Lexicon | None:
-        if name is None:
-            return None
-        from qe.content import cache
-
-        absent = cache.missing(name, self.data_dir)
-        if absent:
-            if name not in self._used:
-                import logging
-
-                logging.getLogger("qe").warning(
-                    "coverage: lexicon=auto: the %s lexicon is mined from %s, not in the data directory; scoring with "
-                    "the rules (weaker: wrong values and invented facts go unseen). Get it with `qe data download "
-                    "%s` (or set QE_DATA_DIR), or pass --opt lexicon=none to silence this", name,
-                    ", ".join(str(p) for p in absent), cache.DATASETS[name])
-            self._used[name] = "absent"
-            return None
-        lex = dataset_lexicon(name, self.data_dir)
-        self._used[name] = lex.checksum
-        return lex
 
     def used(self) -> str:
         """The lexicons used so far, for the signature: ``auto`` before any MR, then ``auto[e2e:<checksum>]``, with
-        ``rules`` for a lexicon whose data were absent (``auto[e2e:rules-no-data]``)."""
+        ``rules`` when some MRs fit no known lexicon (``auto[e2e:<checksum>,rules]``)."""
         if not self._used:
             return "auto"
-        parts = [f"{k}:{'rules-no-data' if v == 'absent' else v}" for k, v in sorted(self._used.items())]
+        parts = [k if k == "rules" else f"{k}:{v}" for k, v in sorted(self._used.items())]
         return f"auto[{','.join(parts)}]"
 
     def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
-        return self.matcher_for(mr).align(mr, output, where=where)
+        return self.matcher_for(mr, where).align(mr, output, where=where)
 
     facts = staticmethod(Matcher.facts)
+
+
+class FitMatcher(Matcher):
+    """A :class:`~qe.content.align.Matcher` with a lexicon the user named (``lexicon=webnlg``, a file): it is used as
+    asked, and the first MR it does not fit (:func:`lexicon_misfit`: a slot it does not have, a triple lexicon on
+    slot MRs) gets one warning, so a lexicon of another domain is not used in silence."""
+
+    def __init__(self, lexicon: Lexicon | None = None, mr_format: str = "auto", label: str | None = None):
+        super().__init__(lexicon, mr_format=mr_format)
+        self.label = label or self.lexicon.source  #: how the warning names the lexicon (as the user named it)
+        self._fit_seen: set[tuple[bool, frozenset[str]]] = set()
+        self._fit_warned = False
+
+    def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
+        if not self._fit_warned and (self.lexicon.slots or self.lexicon.has_triple_words):
+            key = mr_slots(mr, where, self.mr_format)
+            if key not in self._fit_seen:
+                self._fit_seen.add(key)
+                why = lexicon_misfit(self.lexicon, *key)
+                if why is not None:
+                    import logging
+
+                    self._fit_warned = True
+                    logging.getLogger("qe").warning(
+                        "coverage: lexicon %s does not fit the MRs it scores (%s: %s); scoring with it as asked, "
+                        "but its verdicts and invented facts are of another domain's slots. lexicon=auto picks a "
+                        "lexicon per MR by its slots. Said once", self.label, where, why)
+        return super().align(mr, output, where=where)
 
 
 class CoverageScorer(Scorer):
@@ -245,7 +356,7 @@ class CoverageScorer(Scorer):
         self.lexicon_name = "none" if lexicon is None else str(getattr(lexicon, "source", lexicon))
         self.auto = isinstance(lexicon, str) and lexicon.strip().lower() == "auto"
         self.matcher: Any = (AutoMatcher(data_dir, mr_format) if self.auto
-                             else Matcher(resolve_lexicon(lexicon, data_dir), mr_format=mr_format))
+                             else FitMatcher(resolve_lexicon(lexicon, data_dir), mr_format, self.lexicon_name))
         self.engine: Any = self.matcher
         if aligner in (None, "", "none"):
             given = [k for k, v, unset in (("aligner_mode", aligner_mode, "combined"),
@@ -347,13 +458,19 @@ class CoverageScorer(Scorer):
 
     def system_statistic(self, outputs, mrs):
         """The pooled slot error rate of a set of outputs as a :class:`qe.significance.SetStatistic` (per output:
-        errors and checkable facts; the set's score is their sums' ratio), so bootstrap CIs resample outputs."""
+        errors and checkable facts; the set's score is their sums' ratio), so bootstrap CIs resample outputs.
+
+        An output whose MR holds no checkable fact (only ``dontcare`` / ``none`` values) counts nothing, not even the
+        values it invents: its SER is undefined, as its coverage is, and a pooled rate is over the facts that can be
+        checked (issue 56, D1: 4 faithful outputs and 4 such ones pooled to 1.5, not 0). Its row stays, as (0, 0), so
+        that the items of systems compared on the same MRs stay paired."""
         import numpy as np
 
         from qe.significance import SetStatistic
 
         als = self.align(outputs, mrs)
-        stats = np.array([[a.errors(), a.counts()["facts"]] for a in als], dtype=float).reshape(-1, 2)
+        counted = ((a.errors(), a.counts()["facts"]) for a in als)
+        stats = np.array([(e, n) if n > 0 else (0, 0) for e, n in counted], dtype=float).reshape(-1, 2)
 
         def value(summed):
             with np.errstate(invalid="ignore", divide="ignore"):
@@ -435,10 +552,13 @@ def trained_lexicon(manifest: dict[str, Any]) -> str | None:
 def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScorer:
     """Loader of the ``content_aligner`` export kind (:mod:`qe.kinds`): the ``coverage`` scorer using the export as
     its aligner, with ``lexicon`` defaulting to :func:`trained_lexicon` (``lexicon="none"`` asks for the rules alone).
-    The E2E lexicon is mined from the data directory (``$QE_DATA_DIR``) on first use."""
+    The dataset lexicons ship with ``qe`` (:mod:`qe.content.shipped`): no data directory is needed."""
     if options.get("aligner") not in (None, str(path)):
         raise ValueError(f"{path} is an aligner export: it cannot be loaded with another aligner={options['aligner']!r}")
     options.pop("aligner", None)
+    from qe.core.scorer import check_options
+
+    check_options(CoverageScorer, options, f"{path} (coverage with its aligner)")  # a typo: the valid keys, listed
     if "lexicon" in options:
         return CoverageScorer(aligner=str(path), **options)
     default = trained_lexicon(manifest)
@@ -449,5 +569,6 @@ def from_export(path, manifest: dict[str, Any], **options: Any) -> CoverageScore
                                 "lexicon='none' (`--opt lexicon=none`) scores without it.") from None
 
 
-__all__ = ["CoverageScorer", "soft_coverage", "AutoMatcher", "AUTO_LEXICONS", "DATASET_LEXICONS", "dataset_lexicon",
-           "mine_dataset_lexicon", "triple_pairs", "resolve_lexicon", "trained_lexicon", "from_export"]
+__all__ = ["CoverageScorer", "soft_coverage", "AutoMatcher", "FitMatcher", "AUTO_LEXICONS", "FORMAT_PREFERENCE",
+           "DATASET_LEXICONS", "MINED", "dataset_lexicon", "mined_lexicon", "mine_dataset_lexicon", "auto_lexicon",
+           "lexicon_misfit", "mr_slots", "triple_pairs", "resolve_lexicon", "trained_lexicon", "from_export"]

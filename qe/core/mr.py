@@ -57,13 +57,19 @@ _E2E_ITEM = re.compile(r"\s*([^\[\],]+?)\s*\[([^\[\]]*)\]\s*(,|$)")
 
 # ------------------------------------------------------------------------------------------- dialogue acts
 _MR_RE = re.compile(r"^\s*\??\s*([A-Za-z_]+)\s*\((.*)\)\s*$", re.S)
+#: a ``,``-separated item inside a value read with ``;`` as the separator (a mixed notation)
+_MIXED = re.compile(r",\s*[A-Za-z_][A-Za-z_0-9]*\s*=")
 
 
 def parse_mr(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | None]]]:
     """Parse ``act(slot=value, slot='value'; slot)`` (``,`` or ``;`` separated, quotes optional).
 
-    Returns ``(act, [(slot, value or None), ...])`` with quotes removed; raises RecordError naming ``where``.
-    Hand-written (a 30-line scanner) because the DA notations here are ad-hoc and no field library parses them.
+    An act whose arguments hold a ``;`` is read as ``;``-separated (SF / RNNLG notation): a ``,`` there belongs to the
+    value (``design=black finish , silver keyboard;price=499 euros``); without one, ``,`` separates, as before. A
+    ``;``-separated reading that fails (a ``;`` inside a quoted value of a ``,``-separated act:
+    ``name='a;b',food=thai``) falls back to the ``,`` rule. Returns ``(act, [(slot, value or None), ...])`` with
+    quotes removed; raises RecordError naming ``where``. Hand-written (a 30-line scanner) because the DA notations
+    here are ad-hoc and no field library parses them.
     """
     if not isinstance(mr, str):
         raise RecordError(f"{where}: MR must be a string, got {type(mr).__name__}")
@@ -71,15 +77,26 @@ def parse_mr(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | N
     if not m:
         raise RecordError(f"{where}: cannot parse MR {mr!r} (expected 'act(slot=value,...)')")
     act, body = m.group(1).lower(), m.group(2)
+    if ";" in body:
+        try:
+            return act, _scan_slots(body, ";", mr, where)
+        except RecordError:
+            pass  # a ';' inside a quoted value of a ','-separated act: the ',' rule below reads it
+    return act, _scan_slots(body, ",;", mr, where)
+
+
+def _scan_slots(body: str, seps: str, mr: str, where: str) -> list[tuple[str, str | None]]:
+    """The ``slot=value`` items of an act's arguments, split at any character of ``seps`` outside quoted values."""
     slots: list[tuple[str, str | None]] = []
+    skip = " " + seps
     i, n = 0, len(body)
     while i < n:
-        while i < n and body[i] in " ,;":
+        while i < n and body[i] in skip:
             i += 1
         if i >= n:
             break
         j = i
-        while j < n and body[j] not in "=,;":
+        while j < n and body[j] != "=" and body[j] not in seps:
             j += 1
         name = body[i:j].strip()
         if not name or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):
@@ -98,15 +115,16 @@ def parse_mr(mr: str, where: str = "<mr>") -> tuple[str, list[tuple[str, str | N
                 j = k + 1
             else:
                 k = j
-                while k < n and body[k] not in ",;":
+                while k < n and body[k] not in seps:
                     k += 1
                 # stray quotes occur in the source data (``goodformeal=dinner')``): strip them
                 value = body[j:k].strip().strip("'\"")
+                if seps == ";" and _MIXED.search(value):  # "x, b=y; c=z": ',' separates here too
+                    raise RecordError(f"{where}: slot {name!r}: value {value!r} holds ', slot=' in MR {mr!r}")
                 j = k
         slots.append((name, value))
         i = j
-    return act, slots
-
+    return slots
 
 
 # ------------------------------------------------------------------------------------------- RDF triples

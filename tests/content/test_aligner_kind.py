@@ -139,19 +139,21 @@ def test_its_model_card_says_what_it_scores_and_passes_mrs():
     assert f'qe.load("{ZOO_NAME}")' in text and "scorer.score(outputs, mrs=mrs)" in text
 
 
-def test_a_default_lexicon_whose_data_is_missing_says_how_to_score_without_it(tiny_export, tmp_path,  # noqa: F811
-                                                                                monkeypatch):
+def test_a_default_lexicon_ships_and_only_mining_it_again_needs_the_data(tiny_export, tmp_path,  # noqa: F811
+                                                                         monkeypatch):
+    """Issue 56, item 5: the export's default lexicon is the shipped one, so no data folder is needed; mining it from
+    the data (``webnlg@data``) without the data says which file is missing and how to score without it."""
+    from qe.content import shipped
     from qe.content.scorer import dataset_lexicon, from_export
 
     monkeypatch.setenv("QE_DATA_DIR", str(tmp_path / "no-data"))
     dataset_lexicon.cache_clear()
     manifest = {"config": {"train": {"data": {"source": "webnlg"}}}}  # as content-aligner-webnlg's
-    with pytest.raises(FileNotFoundError, match=r"webnlg2020/train\.tar\.xz.*default lexicon 'webnlg'.*"
-                                                r"--opt lexicon=none"):
-        from_export(tiny_export, manifest)
+    scorer = from_export(tiny_export, manifest)
+    assert scorer.matcher.lexicon.checksum == shipped.load("webnlg").checksum
     assert from_export(tiny_export, manifest, lexicon="none").matcher.lexicon.source == "rules"
-    # asked for by name, the same missing data is the plain error
-    with pytest.raises(FileNotFoundError) as err:
-        from_export(tiny_export, manifest, lexicon="webnlg")
+    # asked for by name, mining from the missing data is the plain error naming the file
+    with pytest.raises(FileNotFoundError, match=r"webnlg2020/train\.tar\.xz") as err:
+        from_export(tiny_export, manifest, lexicon="webnlg@data")
     assert "default lexicon" not in str(err.value)
     dataset_lexicon.cache_clear()

@@ -90,35 +90,38 @@ def test_a_cache_folder_that_cannot_be_written_is_reported_once(fake_source, tmp
 
 
 # ------------------------------------------------------------------------------------------- lexicon=auto
-def test_auto_without_the_data_falls_back_to_the_rules_loudly(tmp_path, monkeypatch, caplog):
+def test_auto_without_the_data_uses_the_shipped_lexicons_quietly(tmp_path, monkeypatch, caplog):
+    """Issue 56, item 5: the lexicons ship, so an empty data directory changes nothing (it used to mean the rules)."""
+    from qe.content import shipped
+
     monkeypatch.setenv("QE_DATA_DIR", str(tmp_path / "empty"))
+    dataset_lexicon.cache_clear()
     s = CoverageScorer()
     assert "lexicon:auto|" in s.signature  # nothing met yet
     with caplog.at_level(logging.WARNING, logger="qe"):
-        s.score(["The Eagle is a pub ."] * 2, mrs=[EAGLE_MR] * 2)
-    warns = [r.getMessage() for r in caplog.records if "lexicon=auto" in r.getMessage()]
-    assert len(warns) == 1 and "qe data download e2e" in warns[0]
-    assert "lexicon:auto[e2e:rules-no-data]" in s.signature
-    # the rules alone decide, as lexicon=none does
-    rules = CoverageScorer(lexicon="none")
-    outs = ["The Eagle is an expensive pub .", "The Eagle is a cheap pub ."]
-    assert s.score(outs, mrs=[EAGLE_MR] * 2) == rules.score(outs, mrs=[EAGLE_MR] * 2)
+        got = s.score(["The Eagle is an expensive pub .", "The Eagle is a cheap pub ."], mrs=[EAGLE_MR] * 2)
+    assert not [r for r in caplog.records if "lexicon" in r.getMessage()]
+    assert f"lexicon:auto[e2e:{shipped.load('e2e').checksum}]" in s.signature
+    assert got == CoverageScorer(lexicon="e2e").score(["The Eagle is an expensive pub .", "The Eagle is a cheap pub ."],
+                                                      mrs=[EAGLE_MR] * 2)
+    assert got[0] < 1.0 and got[1] == 1.0  # "expensive" is read by the lexicon, not missed
 
 
-def test_auto_picks_the_lexicon_by_mr_format(tmp_path, monkeypatch):
+def test_auto_picks_the_lexicon_by_mr_slots(tmp_path, monkeypatch):
     from qe.content.scorer import AUTO_LEXICONS, AutoMatcher
 
     monkeypatch.setenv("QE_DATA_DIR", str(tmp_path / "empty"))
     am = AutoMatcher()
-    picked = []
-    monkeypatch.setattr(am, "_lexicon", lambda name: picked.append(name))
-    am.matcher_for("name[A], food[Thai]")
-    am.matcher_for("inform(name=A,food=thai)")
-    am.matcher_for("A | country | B")
-    am.matcher_for('{"name": "A"}')
-    am.matcher_for("name[B]")  # a format met before: its matcher is kept
-    assert picked == ["e2e", "sf", "webnlg", None]
-    assert AUTO_LEXICONS == {"e2e": "e2e", "da": "sf", "triples": "webnlg"}
+    assert AUTO_LEXICONS == ("e2e", "sf", "webnlg")
+    assert am.choose("name[A], food[Thai]") == "e2e"
+    assert am.choose("inform(name=A,eatType=pub)") == "e2e"  # E2E slots in a dialogue act: by the slots
+    assert am.choose("inform(name=A,food=thai)") == "sf"  # both fit: the format's lexicon
+    assert am.choose("inform(name=A;acceptscreditcards=yes)") == "sf"
+    assert am.choose('{"name": "A", "familyFriendly": "yes"}') == "e2e"
+    assert am.choose("A | country | B") == "webnlg"
+    assert am.choose("inform(name=A;type=laptop;design=slim)") is None  # a slot no lexicon has: the rules
+    assert am.choose("goodbye()") is None  # no slot: nothing to check, no domain to speak for
+    assert am.matcher_for("name[B], food[Thai]") is am.matcher_for("name[A]")  # one matcher per lexicon
     with pytest.raises(ValueError, match="mr_format='xml'"):
         AutoMatcher(mr_format="xml")
 
@@ -151,15 +154,19 @@ def test_the_default_reads_wrong_values_and_invented_facts_on_e2e(tmp_path, monk
         price = next(v for v in d[0]["verdicts"] if v["slot"] == "priceRange")
         assert price["status"] == "wrong" and price["said"] == "expensive" and price["said_value"] == "high"
         assert [(h["slot"], h["value"]) for h in d[1]["hallucinated"]] == [("food", "Italian")]
-        assert "lexicon:auto[e2e:" in s.signature and "rules-no-data" not in s.signature
-        # a second process reads the lexicon from the cache: same checksum, no mining
-        assert list((tmp_path / "models" / ".cache" / "lexicons").glob("e2e-*.json"))
+        assert "lexicon:auto[e2e:" in s.signature and "rules" not in s.signature
+        # the shipped lexicon is read, not mined: nothing is written to the cache, and a second scorer is as quick
+        assert not list((tmp_path / "models" / ".cache" / "lexicons").glob("e2e-*.json"))
         dataset_lexicon.cache_clear()
         t = time.perf_counter()
         again = qe.load("coverage")
         again.score(["x"], mrs=[EAGLE_MR])
         assert time.perf_counter() - t < 2.0
         assert again.signature == s.signature
+        # lexicon=e2e@data mines it from the data directory and keeps it in the cache
+        mined = CoverageScorer(lexicon="e2e@data")
+        assert list((tmp_path / "models" / ".cache" / "lexicons").glob("e2e-*.json"))
+        assert mined.signature_fields()["lexicon"] == f"e2e@data:{mined.matcher.lexicon.checksum}"
     finally:
         dataset_lexicon.cache_clear()
 

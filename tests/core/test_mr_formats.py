@@ -217,3 +217,32 @@ def test_qe_score_on_an_e2e_record_file(tmp_path, capsys):
         qe.load(exp, mr_format="e2e").score(["x"], mrs=[rows[-1]["mr"]], ids=["j1"], progress=False)
     with pytest.raises(ValueError, match="mr_format"):
         qe.load(exp, mr_format="xml")
+
+
+# ------------------------------------------------------------------- issue 56: ',' inside a ';'-separated act
+@pytest.mark.parametrize("mr, slots", [
+    # ';' separates: the ',' belongs to the value (the issue's laptop MR)
+    ("inform(name=satellite eurus 65;type=laptop;design=black finish , silver keyboard;price=499 euros;"
+     "isforbusinesscomputing=false)",
+     [("name", "satellite eurus 65"), ("type", "laptop"), ("design", "black finish , silver keyboard"),
+      ("price", "499 euros"), ("isforbusinesscomputing", "false")]),
+    # SF's quoted values keep working, with ';' and with ','
+    ("inform(name='x, y';area='centre';near=z)", [("name", "x, y"), ("area", "centre"), ("near", "z")]),
+    ("?confirm(pricerange='pricey')", [("pricerange", "pricey")]),
+    # no ';': ',' separates, as before
+    ("inform(name=x,area=y, food=thai)", [("name", "x"), ("area", "y"), ("food", "thai")]),
+    # a ';' inside a quoted value of a ','-separated act stays in the value
+    ("inform(name='a;b',food=thai)", [("name", "a;b"), ("food", "thai")]),
+    # a mixed notation: ',' separates the items it separates
+    ("inform(a=x, b=y; c=z)", [("a", "x"), ("b", "y"), ("c", "z")]),
+])
+def test_a_comma_inside_a_value_of_a_semicolon_separated_act_parses(mr, slots):
+    from qe.core.mr import parse_mr
+
+    assert parse_acts(mr) == [(parse_mr(mr)[0], slots)]
+    assert parse_acts(mr, "da") == parse_acts(mr)
+
+
+def test_a_bad_slot_name_is_still_named_in_a_semicolon_separated_act():
+    with pytest.raises(RecordError, match=r"mrs\[3\].*bad slot name 'a b'"):
+        parse_acts("inform(a b=x;c=y)", where="mrs[3]")
