@@ -19,6 +19,10 @@ A result file is a CSV with a header. Every row needs an ``id`` (the first colum
 (``# command: ...``, ``# machine: ...``). ``section`` is the page (relative to ``docs/``) that logs the measurement.
 History (what a figure was before) belongs in ``docs/changelog.md`` and the log pages, not in these files.
 
+A row may keep further commands beside its own (``build_command``, ``pearson_command``, ``gpu_command``,
+``more_commands``: what built the model it scores, or the run behind a second figure of the same cell), and its
+links as ``links`` (``text>target; text>target``, targets relative to ``docs/``).
+
 A table whose source is optional (``content_precision.csv``, written by another measurement) says that its file is
 missing instead, and the check accepts that until the file is there.
 """
@@ -39,7 +43,8 @@ DATA = DOCS / "results" / "data"
 #: fields every row must carry (from the row, or from the file's leading ``# field: value`` lines)
 REQUIRED = ("command", "machine")
 #: columns of a result file that are about where a figure comes from, not figures
-META = {"id", "command", "machine", "section", "date", "commit", "notes", "seeds_command", "mine_command", "seconds"}
+META = {"id", "command", "machine", "section", "date", "commit", "notes", "seeds_command", "mine_command", "seconds",
+        "build_command", "pearson_command", "gpu_command", "more_commands", "links", "link_text", "show_command"}
 #: goals the issues set (targets, not measurements): E2E slot gold (issue 45), triple fact gold (issue 50)
 GOALS = {"omission_f1": "≥ 0.90", "addition_f1": "≥ 0.80", "wrong_f1": "≥ 0.80", "omitted_f1": "≥ 0.90"}
 BEGIN = "<!-- table:{} begin -->"
@@ -362,10 +367,176 @@ def render_discourse(ctx: Ctx) -> str:
     return table(header, rows) + "\n\n" + ctx.note("ner18_discourse")
 
 
+# --- the per-family pages (slor, refmetrics, gruen, ratpred, zoo, performance) -------------------------------------
+
+def links(ctx: Ctx, src: Source, row_id: str) -> str:
+    """The row's ``links`` cell (``text>target; text>target``, targets relative to ``docs/``) as Markdown links."""
+    spec = src.row(row_id).get("links", "")
+    out = []
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        text, sep, target = part.partition(">")
+        if not sep or not text.strip() or not target.strip():
+            raise SourceError(f"{src.path}: row {row_id!r}: field 'links': {part!r} is not 'text>target'")
+        out.append(ctx.link(text.strip(), target.strip()))
+    return ", ".join(out)
+
+
+def shown_command(src: Source, row_id: str, strip_env: bool = False) -> str:
+    """The row's command in backticks when ``show_command`` says the table shows it (without its ``VAR=value``
+    prefix where the page gives the environment once for all commands); otherwise nothing."""
+    row = src.row(row_id)
+    if row.get("show_command", "") != "yes":
+        return ""
+    command = row["command"]
+    if strip_env:
+        command = re.sub(r"^(?:[A-Z_]+=\S+ )+", "", command)
+    return f"`{command.split(';')[0].split('  #')[0].strip()}`"
+
+
+def command_cell(ctx: Ctx, src: Source, row_id: str, strip_env: bool = False) -> str:
+    return ", ".join(filter(None, [shown_command(src, row_id, strip_env), links(ctx, src, row_id)]))
+
+
+def render_slor(ctx: Ctx) -> str:
+    src = ctx.data["slor_lms"]
+    ids = list(src.rows)
+    crit = ["naturalness", "quality", "informativeness"]
+    cols = bold_best([[src(r, c) for r in ids] for c in crit], skip=set())
+    rows = []
+    for i, r in enumerate(ids):
+        ppl = f"val {src(r, 'val_ppl')}"
+        if src(r, "val_step") != "–":
+            ppl += f" at step {src(r, 'val_step')}"
+        if src(r, "test_ppl") != "–":
+            ppl += f", WikiText-2 test {src(r, 'test_ppl')}"
+        if src(r, "per_piece") == "yes":
+            ppl += " (per piece)"
+        rho_ = " / ".join(cols[k][i] for k in range(len(crit)))
+        if src(r, "pearson_naturalness") != "–":
+            rho_ += (f" (Pearson r: naturalness {src(r, 'pearson_naturalness')}, "
+                     f"quality {src(r, 'pearson_quality')})")
+        rows.append([code(src(r, "metric")), src(r, "score"), ppl, rho_, links(ctx, src, r)])
+    header = ["LM (`qe score -m`)", "score", "perplexity",
+              "EMNLP17 Spearman ρ: naturalness / quality / informativeness", "command"]
+    return table(header, rows) + "\n\n" + ctx.note("slor_lms")
+
+
+def render_refmetrics(ctx: Ctx) -> str:
+    src = ctx.data["refmetrics_emnlp17"]
+    rows = []
+    for r in src.rows:
+        if src(r, "kann_r") != "–":
+            agreement = f"Kann et al.: {src(r, 'kann_r')}"
+        elif src(r, "agreement") != "–":
+            notes = []
+            if src(r, "coco_agreement") != "–":
+                notes.append(f"with `tokenize=13a-nopunct,smooth_method=none,effective_order=False`: "
+                             f"{src(r, 'coco_agreement')}, {src(r, 'coco_identical')} identical")
+            if src(r, "bagel_identical") != "–":
+                notes.append(f"on BAGEL {src(r, 'bagel_identical')} values identical")
+            remark = f"; {src(r, 'remark')}" if src(r, "remark") != "–" else ""
+            agreement = f"{src(r, 'agreement')} ({src(r, 'authors_column')}{remark})"
+            agreement += "".join(f"; {n}" for n in notes)
+        else:
+            agreement = f"– ({src(r, 'remark')})"
+        rows.append([src(r, "metric"), src(r, "r_naturalness"), src(r, "r_quality"), agreement,
+                     links(ctx, src, r)])
+    header = ["metric (`qe score -m`)", "r naturalness", "r quality",
+              "agreement r with the authors' column (variant C), or Kann et al.'s r", "command"]
+    return table(header, rows) + "\n\n" + ctx.note("refmetrics_emnlp17")
+
+
+def render_gruen(ctx: Ctx) -> str:
+    src, ner = ctx.data["gruen_parts"], ctx.data["ner18_gruen"]
+
+    def label(metric: str, what: str) -> str:
+        return f"{code(metric)} ({what})"
+
+    rows = []
+    for r in [r for r in src.rows if src(r, "bagel") != "–"]:
+        ours = ", ".join(src(r, d) for d in ("bagel", "sfhot", "sfrest"))
+        paper = ", ".join(src(r, f"paper_{d}") for d in ("bagel", "sfhot", "sfrest"))
+        rows.append([label(src(r, "metric"), src(r, "what")), src(r, "data"), f"{ours} (paper: {paper})",
+                     links(ctx, src, r)])
+    ner_ids = ["gruen", "gruen-G"]
+    slash = {r: {c: ner(r, c).replace(" (", " / ").rstrip(")") for c in ("coherence", "fluency")}
+             for r in ner_ids}
+    best = max(ner_ids, key=lambda r: _number(ner(r, "fluency")) or float("-inf"))
+    for r in ner_ids:
+        fluency = f"**{slash[r]['fluency']}**" if r == best else slash[r]["fluency"]
+        data = "NeR18, 420 summaries, ρ / r: coherence / fluency" if r == ner_ids[0] else \
+            "NeR18, ρ / r: coherence / fluency"
+        rows.append([label(ner(r, "metric"), ner(r, "what")), data, f"{slash[r]['coherence']}, {fluency}",
+                     ctx.source_link(ner, r, "ablation")])
+    for r in [r for r in src.rows if src(r, "bagel") == "–"]:
+        rows.append([label(src(r, "metric"), src(r, "what")), src(r, "data"), src(r, "figure"),
+                     command_cell(ctx, src, r, strip_env=True)])
+    return table(["model or part (`qe score -m`)", "data", "figure", "command"], rows) + "\n\n" + ctx.note(
+        "gruen_parts", "ner18_gruen")
+
+
+def render_ratpred(ctx: Ctx) -> str:
+    src, rp = ctx.data["ratpred_glance"], ctx.data["ratpred_emnlp17"]
+
+    def pair(pearson: str, spearman: str) -> str:
+        ps, ss = pearson.split(" / "), spearman.split(" / ")
+        if len(ps) != len(ss):
+            raise SourceError(f"{src.path}: pearson {pearson!r} and spearman {spearman!r} differ in length")
+        return " / ".join(f"{p} ({s})" for p, s in zip(ps, ss))
+
+    lodo = pair(rp("lodo-vectors", "pearson"), rp("lodo-vectors", "spearman"))
+    rows = []
+    for r in src.rows:
+        if r == "lodo-vectors":
+            plain, indomain = src(r, "pearson").split(" / "), src(r, "spearman").split(" / ")
+            figure = (f"**{rp('lodo-vectors', 'pearson')}** ({rp('lodo-vectors', 'spearman')}); plain 64-d: "
+                      f"{plain[0]} ({indomain[0]}); in-domain CV: {plain[1]} ({indomain[1]})")
+        elif src(r, "figure") != "–":
+            figure = src(r, "figure")
+        else:
+            compare = src.row(r)["compare"]
+            if r == "content-variants":  # the baseline's figure is the leave-one-domain-out row's
+                compare = f"against {lodo}: {compare}"
+            figure = pair(src(r, "pearson"), src(r, "spearman"))
+            if compare:
+                figure += compare if compare.startswith(";") else f" {compare}"
+        link = ctx.source_link(src, r, src(r, "link_text")) if src(r, "link_text") != "–" else \
+            f"`{src.row(r)['command']}`"
+        rows.append([src(r, "label"), src(r, "data"), figure, link])
+        if r == "s6-minilm":  # the paper-plus model, kept in ratpred_emnlp17.csv with the other headline figures
+            rows.append([f"{code(rp('s6-plus', 'metric'))} (GRU + MiniLM, seeds 1 and 2)", "the same",
+                         f"**{rp('s6-plus', 'pearson')}** ({rp('s6-plus', 'spearman')})",
+                         ctx.source_link(rp, "s6-plus", "the paper-plus model")])
+    return table(["model or setup", "data", "figure", "command"], rows) + "\n\n" + ctx.note(
+        "ratpred_glance", "ratpred_emnlp17")
+
+
+def render_zoo(ctx: Ctx) -> str:
+    src = ctx.data["zoo_builds"]
+    rows = []
+    for r in src.rows:
+        models = ", ".join(code(m) for m in src(r, "models").split())
+        figure = src(r, "figure").replace("content)", f"{ctx.link('content', 'results/content.md#at-a-glance')})")
+        build = src(r, "build_time")
+        if src(r, "gpu_time") != "–":
+            build += f" (`--gpu`: {src(r, 'gpu_time')})"
+        rows.append([models, figure, build, f"`{src.row(r)['command']}`"])
+    header = ["model (`qe score -m` / `qe.load`)", "validation figure of the named build (seeds 1–3: mean ± sd)",
+              "CPU build time", "command"]
+    return table(header, rows) + "\n\n" + ctx.note("zoo_builds")
+
+
+def render_performance(ctx: Ctx) -> str:
+    src = ctx.data["performance_glance"]
+    rows = [[src(r, "what"), src(r, "figure"), src(r, "machine"), command_cell(ctx, src, r)] for r in src.rows]
+    return table(["what", "figure", "machine", "command"], rows) + "\n\n" + ctx.note("performance_glance")
+
+
 def render_results_index(ctx: Ctx) -> str:
     d = ctx.data
     fam, ner, gru, rp = d["emnlp17"], d["ner18_discourse"], d["ner18_gruen"], d["ratpred_emnlp17"]
     e2e, web, cont, tri = d["e2e_slot_gold"], d["webnlg2020"], d["webnlg2020_content"], d["triple_fact_gold"]
+    zoo, perf = d["zoo_builds"], d["performance_glance"]
     rows = [
         [ctx.link("SLOR / WPSLOR", "results/slor.md"), "the six zoo LMs behind SLOR; EMNLP17",
          f"domain WordSLOR: EMNLP17 informativeness ρ {fam('wordslor', 'informativeness')}, "
@@ -399,13 +570,16 @@ def render_results_index(ctx: Ctx) -> str:
          f"`bertscore` correctness ρ {web('bertscore', 'correctness')}; one more annotator "
          f"{web('annotator', 'correctness')}"],
         [ctx.link("Model zoo", "results/zoo.md"), "recipes, validation figures, checksums, build times, seed spread",
-         "`qe list` names every model; each builds with `qe zoo build NAME`"],
+         f"`cola-minilm` builds in {zoo('cola-minilm', 'build_time')} to val MCC "
+         f"{zoo('cola-minilm', 'figure').split('MCC ')[1].split(' ')[0]}; each model builds with `qe zoo build NAME`"],
         [ctx.link("Performance", "results/performance.md"),
-         "start-up, `qe score` over processes, every family's speed, the GPU check", "its own at-a-glance table"],
+         "start-up, `qe score` over processes, every family's speed, the GPU check",
+         f"`qe list` starts in {perf('startup', 'figure').split(' ')[0]} s; `qe evaluate` on 10^6 rated outputs: "
+         f"{perf('evaluate-scale', 'figure').split(' (goal')[0]}"],
     ]
     return table(["page", "what it holds", "one figure from it"], rows) + "\n\n" + ctx.note(
         "emnlp17", "ner18_gruen", "ratpred_emnlp17", "e2e_slot_gold", "webnlg2020_content", "triple_fact_gold",
-        "ner18_discourse", "webnlg2020")
+        "ner18_discourse", "webnlg2020", "zoo_builds", "performance_glance")
 
 
 HOW = ["what you want to measure", "references?", "use (`qe score -m`)", "measured", "behind it"]
@@ -554,6 +728,12 @@ TABLES = (
     Table("validity-at-a-glance", "docs/results/validity.md", render_validity),
     Table("webnlg-at-a-glance", "docs/results/webnlg.md", render_webnlg),
     Table("discourse-at-a-glance", "docs/results/discourse.md", render_discourse),
+    Table("slor-at-a-glance", "docs/results/slor.md", render_slor),
+    Table("refmetrics-at-a-glance", "docs/results/refmetrics.md", render_refmetrics),
+    Table("gruen-at-a-glance", "docs/results/gruen.md", render_gruen),
+    Table("ratpred-at-a-glance", "docs/results/ratpred.md", render_ratpred),
+    Table("zoo-at-a-glance", "docs/results/zoo.md", render_zoo),
+    Table("performance-at-a-glance", "docs/results/performance.md", render_performance),
     Table("which-metric-e2e", "docs/how-to/which-metric.md", render_which_e2e),
     Table("which-metric-triples", "docs/how-to/which-metric.md", render_which_triples),
     Table("which-metric-free-text", "docs/how-to/which-metric.md", render_which_free_text),

@@ -1,7 +1,8 @@
 """The headline tables are generated from the result files, never typed (issue 57, items 6 and 8).
 
 ``docs/gen_tables.py`` renders every at-a-glance table of the content pages, the results overview, "Which metric
-should I use?" and the README's recommendations from ``docs/results/data/*.csv``, where each figure sits beside the
+should I use?", the README's recommendations and the per-family pages (SLOR, reference metrics, GRUEN, RatPred,
+the model zoo, performance) from ``docs/results/data/*.csv``, where each figure sits beside the
 command that produced it and the machine. These tests fail when a page is edited by hand (or a CSV without
 re-running the script), when a result file loses a row's command or machine, when a generated cell grows long or
 carries dated history, and when the README's first screen stops answering "which metric for my data-to-text
@@ -212,3 +213,146 @@ def test_result_file_commands_parse(tmp_path):
             raise AssertionError(f"{cmd.text}\n    {exc}") from None
         checked += 1
     assert checked >= 10, f"only {checked} result-file commands checked"
+
+
+# --- the per-family pages: SLOR, reference metrics, GRUEN, RatPred, the zoo, performance (issue 57, item 6) ---------
+
+FAMILY_TABLES = {"docs/results/slor.md": "slor-at-a-glance", "docs/results/refmetrics.md": "refmetrics-at-a-glance",
+                 "docs/results/gruen.md": "gruen-at-a-glance", "docs/results/ratpred.md": "ratpred-at-a-glance",
+                 "docs/results/zoo.md": "zoo-at-a-glance", "docs/results/performance.md": "performance-at-a-glance"}
+
+
+@pytest.mark.parametrize("page", sorted((REPO / "docs" / "results").glob("*.md")), ids=lambda p: p.name)
+def test_every_at_a_glance_table_is_generated(page):
+    """No page of docs/results/ keeps a hand-typed table in its "At a glance" section."""
+    text = page.read_text()
+    if "## At a glance" not in text:
+        return
+    section = text.split("## At a glance", 1)[1].split("\n## ", 1)[0]
+    assert _blocks(section), f"{page.name}: its at-a-glance section has no generated table"
+    for block in _blocks(section).values():
+        section = section.replace(block, "")
+    assert not re.search(r"^\|(-+\|)+$", section, re.M), f"{page.name}: a hand-typed table in 'At a glance'"
+
+
+def test_family_tables_are_registered():
+    registered = {(t.page, t.name) for t in gen.TABLES}
+    assert set(FAMILY_TABLES.items()) <= registered
+
+
+@pytest.mark.parametrize("page, name, figure", [
+    ("docs/results/slor.md", "slor-at-a-glance", "0.257"),
+    ("docs/results/refmetrics.md", "refmetrics-at-a-glance", "0.859"),
+    ("docs/results/gruen.md", "gruen-at-a-glance", "0.361 / 0.242"),
+    ("docs/results/ratpred.md", "ratpred-at-a-glance", "0.378 (0.315)"),
+    ("docs/results/zoo.md", "zoo-at-a-glance", "5,687 s"),
+    ("docs/results/performance.md", "performance-at-a-glance", "581 sentences/s"),
+])
+def test_hand_edit_of_a_family_table_is_caught(tmp_path, page, name, figure):
+    root = _copy(tmp_path)
+    path = root / page
+    text = path.read_text()
+    block = _blocks(text)[name]
+    assert figure in block
+    path.write_text(text.replace(block, block.replace(figure, figure.replace("5", "9").replace("1", "7"), 1)))
+    problems = gen.run(root, check=True)
+    assert f"{page}: table {name!r} differs from its source (run `python docs/gen_tables.py`)" in problems
+    gen.run(root)
+    assert figure in _blocks(path.read_text())[name]
+
+
+@pytest.mark.parametrize("csv_name, old, new, tables", [
+    ("slor_lms", ",0.257,", ",0.299,", ["slor-at-a-glance"]),
+    ("refmetrics_emnlp17", ",0.517,", ",0.555,", ["refmetrics-at-a-glance"]),
+    ("gruen_parts", ",0.361 / 0.242,", ",0.371 / 0.242,", ["gruen-at-a-glance"]),
+    ("ner18_gruen", "0.223 (0.302)", "0.233 (0.302)", ["gruen-at-a-glance", "readme-recommendations"]),
+    ("ratpred_glance", ",0.242,", ",0.252,", ["ratpred-at-a-glance"]),
+    ("ratpred_emnlp17", ",0.300,", ",0.301,", ["ratpred-at-a-glance", "which-metric-e2e"]),
+    ("zoo_builds", ",691 s,", ",701 s,", ["zoo-at-a-glance", "results-index"]),
+    ("performance_glance", "0.17 s (before", "0.18 s (before", ["performance-at-a-glance", "results-index"]),
+])
+def test_a_family_figure_is_kept_once(tmp_path, csv_name, old, new, tables):
+    """Each figure sits in one result file: editing it there changes every table that shows it, and only there."""
+    root = _copy(tmp_path)
+    path = root / "docs" / "results" / "data" / f"{csv_name}.csv"
+    text = path.read_text()
+    assert text.count(old) == 1, (csv_name, old)
+    path.write_text(text.replace(old, new))
+    changed = {p.split("table ")[1].split("'")[1] for p in gen.run(root, check=True)}
+    changed.discard("content-precision")  # the content page's own table follows its own file (not ours)
+    assert set(tables) <= changed, (tables, changed)
+    gen.run(root)
+    assert not [p for p in gen.run(root, check=True) if "content-precision" not in p]
+
+
+def test_family_figures_agree_across_result_files():
+    """The zoo's validation figures are the ones the family pages report for the same builds."""
+    d = gen.Data()
+    zoo, slor, parts, rp, glance = d["zoo_builds"], d["slor_lms"], d["gruen_parts"], d["ratpred_emnlp17"], \
+        d["ratpred_glance"]
+    brown = zoo("slor-brown-wt2", "figure")
+    for lm in ("slor-word-brown-wt2", "slor-sp-brown-wt2"):
+        assert f"{slor(lm, 'val_ppl')} / {slor(lm, 'test_ppl')}" in brown
+    assert slor("slor-word-domain", "val_ppl") in zoo("slor-domain", "figure")
+    assert slor("slor-sp-domain", "val_ppl") in zoo("slor-domain", "figure")
+    assert f"{slor('slor-sp-mixed', 'val_ppl')} / {slor('slor-sp-mixed', 'test_ppl')}" in zoo("slor-mixed", "figure")
+    mcc_in, mcc_out = parts("cola-minilm", "figure").split(" / ")
+    assert f"{mcc_in} in-domain / {mcc_out} out-of-domain" in zoo("cola-minilm", "figure")
+    assert f"PPL {parts('mlm-minilm', 'figure')}" in zoo("mlm-minilm", "figure")
+    assert zoo("sop-gruen", "figure").startswith(f"validation accuracy {parts('sop-minilm', 'figure').split(';')[0]}")
+    assert zoo("ratpred-emnlp17-s6", "figure").startswith(f"pooled Pearson {glance('s6', 'pearson')};")
+    assert zoo("ratpred-emnlp17-s6-minilm", "figure").startswith(f"pooled Pearson {glance('s6-minilm', 'pearson')};")
+    assert f"Pearson {rp('s6-plus', 'pearson')} / Spearman {rp('s6-plus', 'spearman')}" in \
+        zoo("ratpred-emnlp17-s6-plus", "figure")
+
+
+def test_links_field_errors_name_file_row_and_field(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,figure,links,command,machine\na,0.5,Setup results/slor.md,python -m x,2-core CPU\n")
+    src = gen.load_source(bad)
+    with pytest.raises(gen.SourceError, match=r"bad\.csv: row 'a': field 'links': 'Setup results/slor\.md'"):
+        gen.links(gen.Ctx(gen.Data(tmp_path), Path("docs/results/slor.md")), src, "a")
+
+
+def test_family_result_files_link_to_existing_sections():
+    """Every ``links`` target of the new result files names a page, and a heading of it when it has an anchor."""
+    from markdown.extensions.toc import slugify
+
+    for name in ("slor_lms", "refmetrics_emnlp17", "gruen_parts", "ratpred_glance", "zoo_builds",
+                 "performance_glance"):
+        src = gen.load_source(DATA / f"{name}.csv")
+        for row_id, row in src.rows.items():
+            for target in [p.partition(">")[2].strip() for p in row.get("links", "").split(";") if p.strip()] + \
+                    [row.get("section", "")]:
+                if not target:
+                    continue
+                page, _, anchor = target.partition("#")
+                path = REPO / "docs" / page
+                assert path.is_file(), (name, row_id, target)
+                if anchor:  # the anchors mkdocs' toc extension makes
+                    slugs = {slugify(h.lstrip("#").strip(), "-") for h in path.read_text().splitlines()
+                             if re.match(r"^#{1,6} ", h)}
+                    assert anchor in slugs, (name, row_id, target)
+
+
+def test_family_extra_commands_parse(tmp_path):
+    """The build, Pearson, GPU and further commands kept beside a row's own command parse like the pages' commands."""
+    import test_docs_commands as tdc
+
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    lines = []
+    for name in ("slor_lms", "zoo_builds", "performance_glance"):
+        for row_id, row in gen.load_source(DATA / f"{name}.csv").rows.items():
+            for column in ("build_command", "pearson_command", "gpu_command", "more_commands"):
+                if row.get(column):
+                    lines += [f"# {name}.csv: {row_id}, {column}", row[column], ""]
+    page.write_text("```bash\n" + "\n".join(lines) + "\n```\n")
+    checked = 0
+    for cmd in tdc.extract(page, tmp_path / "docs"):
+        assert not cmd.error, f"{cmd.text}: {cmd.error}"
+        if cmd.skip or cmd.kind == "other":
+            continue
+        tdc.check(cmd)
+        checked += 1
+    assert checked >= 8, f"only {checked} extra commands checked"
