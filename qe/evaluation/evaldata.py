@@ -88,9 +88,9 @@ class Settings:
                                  "(none = flatten, sys = per system then average, item = per item then average)")
         if self.tails not in (1, 2):
             raise ValueError(f"stats.tails must be 1 or 2, got {self.tails!r}")
-        for key, value, least in (("stats.bootstrap.n", self.bootstrap_n, 1),
-                                  ("stats.permutation.n", self.permutation_n, 1),
-                                  ("stats.agreement.draws", self.agreement_draws, 1),
+        for key, value, least in (("stats.bootstrap.n", self.bootstrap_n, 0),  # 0: no bootstrap CI
+                                  ("stats.permutation.n", self.permutation_n, 0),  # 0: no permutation test
+                                  ("stats.agreement.draws", self.agreement_draws, 0),
                                   ("stats.wmt.spa_permutations", self.spa_permutations, 1),
                                   ("stats.min_group_size", self.min_group_size, 2)):
             if int(value) < least:  # a negative count used to fail late, inside scipy, or run a default silently

@@ -3,12 +3,12 @@
 The zoo's tiny content-aligner check (tests/zoo/test_rebuild_check.py) trains a model, and a trained model's bits and
 probabilities are not the same across CPUs (other SIMD paths sum floats in another order). The matcher is rules over
 tokens, with no floats that decide a verdict, so its verdicts on the probe sets are the same everywhere: publishing
-them (``qe/resources/fingerprints/matcher-probes.json``) makes any change to the matcher's decisions show up on any
+them (``qe/resources/probes/matcher_verdicts.json``) makes any change to the matcher's decisions show up on any
 machine, and the trained model's comparison is left to the machine that published it.
 
 Regenerate after a deliberate matcher change::
 
-    python -m qe.zoo.matcher_probes -o qe/resources/fingerprints/matcher-probes.json
+    python -m qe.zoo.matcher_probes -o qe/resources/probes/matcher_verdicts.json
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ LEXICONS = ("auto", "none")
 def published_path() -> Path:
     from qe.core.paths import resources_dir
 
-    return resources_dir() / "fingerprints" / "matcher-probes.json"
+    return resources_dir() / "probes" / "matcher_verdicts.json"
 
 
 def _row(al) -> dict[str, Any]:

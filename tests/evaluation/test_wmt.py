@@ -424,10 +424,11 @@ def test_qe_evaluate_writes_the_wmt_rows_table_and_clusters(tmp_path):
         assert f"\n| {m} | " in report
 
 
-@pytest.mark.parametrize("key, value", [("bootstrap_n", -5), ("permutation_n", 0), ("spa_permutations", -1),
-                                        ("agreement_draws", 0), ("ci", 1.5)])
+@pytest.mark.parametrize("key, value", [("bootstrap_n", -5), ("permutation_n", -1), ("spa_permutations", 0),
+                                        ("agreement_draws", -2), ("ci", 1.5)])
 def test_a_count_below_its_least_value_is_refused_naming_the_setting(key, value):
-    """`stats.bootstrap.n=-5` used to fail late inside scipy; `stats.permutation.n=-5` ran without a word."""
+    """`stats.bootstrap.n=-5` used to fail late inside scipy; `stats.permutation.n=-5` ran without a word (0 turns
+    either off, as before)."""
     from qe.evaluation.evaldata import Settings
 
     with pytest.raises(ValueError, match=r"stats\.\w+(\.\w+)? must be"):

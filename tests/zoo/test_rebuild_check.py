@@ -10,7 +10,7 @@ models.
 A trained model's bits are not the same across CPUs, so the comparison with the *published* build runs only on a CPU
 of the identity the fingerprint records (:func:`qe.zoo.fingerprint.cpu_identity`). What holds on any machine: the
 mechanism, checked against a fingerprint made here from this rebuild, and the matcher's own verdicts on the probe
-sets against their published record (``qe/resources/fingerprints/matcher-probes.json``, :mod:`qe.zoo.matcher_probes`)."""
+sets against their published record (``qe/resources/probes/matcher_verdicts.json``, :mod:`qe.zoo.matcher_probes`)."""
 from __future__ import annotations
 
 import json
@@ -125,14 +125,14 @@ def test_a_change_to_the_triple_rules_alone_shows_up_in_the_triple_check_only(re
 def test_the_matchers_probe_verdicts_are_the_published_ones():
     """The matcher's decisions on both probe sets, with the shipped lexicons and with the rules alone, equal their
     published record on any machine (no trained model involved). A deliberate matcher change regenerates the record:
-    ``python -m qe.zoo.matcher_probes -o qe/resources/fingerprints/matcher-probes.json``."""
+    ``python -m qe.zoo.matcher_probes -o qe/resources/probes/matcher_verdicts.json``."""
     from qe.zoo import matcher_probes as probes
 
     published = json.loads(probes.published_path().read_text(encoding="utf-8"))
     now = probes.snapshot()
     diff = probes.differences(published, now)
     assert not diff, ("the matcher decides the probes otherwise than its published record; if that is meant, "
-                      "regenerate it (python -m qe.zoo.matcher_probes -o qe/resources/fingerprints/matcher-probes.json)"
+                      "regenerate it (python -m qe.zoo.matcher_probes -o qe/resources/probes/matcher_verdicts.json)"
                       " and republish the tiny aligners' fingerprints (docs/results/zoo.md)\n" + "\n".join(diff))
 
 
