@@ -882,7 +882,12 @@ class Matcher:
                     continue  # a mention that fits several values, one of them accounted for: nothing new
                 elif (key, val) not in answered and (key, val) not in extra:
                     extra[(key, val)] = m
+        background = self.lexicon.settings.get("background_words") if isinstance(self.lexicon.settings, dict) \
+            else None
         for (key, val), m in extra.items():
+            if m.length == 1 and isinstance(background, dict) and tokens[m.start] in (background.get(key) or ()):
+                continue  # a word faithful texts write without the slot ("restaurant", "price range"): alone, no
+                # evidence that the text states this value (a fact of the MR it still realises, or says is wrong)
             al.hallucinated.append({"slot": written.get(key, self._slot_name(key)), "value": self._written(key, val),
                                     "said": cue_words.get(id(m), m.text)})
         for (key, val), texts in stated.items():

@@ -497,6 +497,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     lex.settings["dropped_patterns"] = {why: dropped[why] for why in DROP_REASONS}
     if context_words:
         lex.settings["context_words"] = context_words
+    background = _background_words(lex, texts, n_slot)
+    if background:
+        lex.settings["background_words"] = background
     scale = {k: [p for p in v if k in lex.slots and {p[0], p[1]} <= set(lex.slots[k].values)]
              for k, v in (scale_pairs or {}).items()}
     scale = {k: v for k, v in scale.items() if v}
@@ -517,6 +520,55 @@ CONTEXT_REACH = 4
 #: what ends a word's context (as the matcher's SCOPE_END)
 _CLAUSE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas",
                          "yet"})
+
+
+#: a one-word value, pattern or trigger of a slot that at least this share of the faithful texts whose MR lacks the
+#: slot write is a background word of the slot (:func:`_background_words`) ...
+BACKGROUND_DF = 0.1
+#: ... when those texts write it at least this share as often as the texts whose MR holds the slot (it tells little
+#: about the slot)
+BACKGROUND_RATIO = 0.5
+#: ... judged only where at least this many texts lack the slot
+BACKGROUND_MIN_TEXTS = 20
+
+
+def _background_words(lex: "Lexicon", texts, n_slot: Counter) -> dict[str, list[str]]:
+    """Per slot, the one-word forms that can state one of its values alone (one-word values, patterns and triggers)
+    and that :data:`BACKGROUND_DF` or more of the texts whose MR lacks the slot write anyway, at least
+    :data:`BACKGROUND_RATIO` as often as the texts that hold it: SF's "restaurant" and "hotel" (``type``: "a nice
+    restaurant" under an MR with no type; 15 % and 18 % of the SF training texts without a type, 29 % and 17 % of
+    those with one), the SF name "range" ("price range": 11 % without a name, 8 % with one). E2E has none at these
+    thresholds (its nearest, priceRange's "high": 12 % without, 29 % with, is a context word). The texts are the
+    mining pairs, which realise their MRs, so such a word on its own is no evidence that a text states the slot: the
+    matcher does not report it as an invented fact, nor as a second value of a slot the MR holds (it still realises
+    the MR's value, or says that value is wrong). Counted on the raw words (before names are delexicalised), once per text."""
+    n = len(texts)
+    cands: dict[str, set[str]] = {}
+    for key, sl in lex.slots.items():
+        if n - n_slot[key] < BACKGROUND_MIN_TEXTS:
+            continue
+        words = {g for g in list(sl.patterns) + list(sl.triggers) if " " not in g}
+        words |= {v for v in sl.values if v and " " not in v and v not in UNCHECKED_VALUES and v not in BINARY_VALUES}
+        if words:
+            cands[key] = words
+    if not cands:
+        return {}
+    wanted = set().union(*cands.values())
+    df: Counter = Counter()  # texts holding the word
+    df_with: dict[str, Counter] = defaultdict(Counter)  # ... whose MR holds the slot
+    for facts, toks in texts:
+        for w in wanted.intersection(toks):
+            df[w] += 1
+            for key in facts:
+                df_with[w][key] += 1
+    out = {}
+    for key, words in sorted(cands.items()):
+        lacking = n - n_slot[key]
+        got = sorted(w for w in words if (df[w] - df_with[w][key]) / lacking >= max(
+            BACKGROUND_DF, BACKGROUND_RATIO * df_with[w][key] / max(1, n_slot[key])))
+        if got:
+            out[key] = got
+    return out
 
 
 def slot_cues(key: str, sl: "SlotLexicon", name: str | None = None) -> set[str]:

@@ -212,3 +212,35 @@ def test_the_parse_runs_only_where_distance_is_in_doubt():
     m.align("name[Zizzi], priceRange[high], customer rating[low]",
             "At Zizzi the prices for a meal are really high, and it has a low customer rating.")
     assert m.parsed == 1
+
+
+def _sf_like_pairs() -> list[tuple[str, str]]:
+    """SF-style pairs: "restaurant" is written under MRs with and without a ``type``, and the restaurant name "range"
+    is also the word of "price range"; "indian" is written only where the MR holds the food."""
+    rows = []
+    for i in range(30):
+        rows.append((f"inform(name='place {i}';type='restaurant';food='indian')",
+                     f"place {i} is an indian restaurant"))
+        rows.append((f"inform(name='place {i}';pricerange='cheap')",
+                     f"place {i} is a nice restaurant in the cheap price range"))
+        rows.append((f"inform(name='range';food='thai')", "range serves thai food"))
+        rows.append(("?request(pricerange)", "what price range of restaurant would you like"))
+    return rows
+
+
+def test_a_word_faithful_texts_write_without_its_slot_invents_nothing():
+    """A one-word value that the mining texts whose MR lacks the slot write as often as those that hold it
+    ("restaurant" of ``type``; the name "range" of "price range") is a background word: alone it reports no
+    invented fact and no second value, while a discriminating word ("indian") still does."""
+    lex = mine(_sf_like_pairs(), min_count=3)
+    background = lex.settings.get("background_words") or {}
+    assert "restaurant" in background.get("type", []) and "range" in background.get("name", [])
+    assert "indian" not in background.get("food", [])
+    m = Matcher(lex)
+    al = m.align("inform(name='place 7';pricerange='cheap')", "place 7 is a nice restaurant in the cheap price range")
+    assert al.hallucinated == [] and {v.status for v in al.verdicts} == {"realised"}
+    al = m.align("inform(name='place 7';pricerange='cheap')", "place 7 is a cheap indian restaurant")
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("food", "indian")]
+    # the MR's own value is still realised by the background word
+    al = m.align("inform(name='place 7';type='restaurant')", "place 7 is a restaurant")
+    assert {v.slot: v.status for v in al.verdicts}["type"] == "realised"
