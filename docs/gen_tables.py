@@ -198,6 +198,8 @@ PRECISION_HEADERS = {
     "invented_per_100_refs": "invented facts per 100 references",
     "not_realised_per_100_facts": "facts not realised per 100",
     "refs_without_error_pct": "references with no error (%)",
+    "naive_not_realised_per_100_facts": "naive string check: not realised per 100 of its facts",
+    "naive_refs_without_error_pct": "naive string check: references with no error (%)",
     "swaps_found_pct": "recall: swapped values found (%)", "deletions_found_pct": "recall: deleted values found (%)",
     "slot_gold_omission_f1": "E2E slot gold: omission F1", "slot_gold_addition_f1": "E2E slot gold: addition F1",
     "triple_gold_wrong_f1": "triple fact gold: `wrong` F1",
