@@ -1698,10 +1698,29 @@ def _partial(value: str, tokens: list[str], other: set[int]) -> float | None:
     return k / (len(words) + 1) if k else None
 
 
+#: address words and their usual abbreviations ("1 kearny st" for "1 kearny street"; SF hotel and restaurant
+#: references abbreviate the MRs' addresses)
+_ADDRESS_ABBREVIATIONS = {"street": "st", "avenue": "ave", "boulevard": "blvd", "road": "rd", "place": "pl",
+                          "square": "sq", "lane": "ln"}
+
+
 def _surface_forms(value: str) -> list[list[str]]:
+    """The value's other usual wordings (:func:`qe.core.surface.value_variants`, shared with RatPred's
+    delexicalisation), plus one the matcher alone reads: an address with its street word abbreviated (kept out of
+    ``value_variants`` so that RatPred's inputs do not change). A price range said "between £20 and £25" was tried
+    too and not kept: on the faithful E2E dev references it added 3 invented facts and realised nothing more."""
     from qe.core.surface import value_variants
 
-    return [norm_tokens(" ".join(v)) for v in value_variants(value)]
+    forms = [norm_tokens(" ".join(v)) for v in value_variants(value)]
+    words = norm_tokens(value)
+    if len(words) > 1 and words[-1] in _ADDRESS_ABBREVIATIONS:
+        forms.append(words[:-1] + [_ADDRESS_ABBREVIATIONS[words[-1]]])
+    seen, out = {" ".join(words)}, []
+    for f in forms:
+        if f and " ".join(f) not in seen:
+            seen.add(" ".join(f))
+            out.append(f)
+    return out
 
 
 # ------------------------------------------------------------------------ binary values in any spelling (issue 56)
