@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Callable
 
 from qe.content.lexicon import Lexicon
+from qe.core.paths import write_atomically
 
 log = logging.getLogger("qe.content")
 
@@ -117,12 +118,7 @@ def cached(name: str, data_dir: str | os.PathLike | None, mine: Callable[[], Lex
     lex = mine()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            lex.save(tmp)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_atomically(path, lex.save)
         log.info("lexicon %s mined and kept in %s", name, path)
     except OSError as exc:
         if str(path.parent) not in _warned:

@@ -261,17 +261,13 @@ def write_lexicon(lex, out: str | Path) -> None:
     out = Path(out)
     if out.is_symlink():  # the file the link points to is written; the link stays a link
         out = Path(os.path.realpath(out))
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    from qe.core.paths import write_atomically
+
     try:
-        lex.save(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
+        write_atomically(out, lex.save, fsync=True)
     except OSError as exc:
         kept = f"; {out} is as it was" if out.exists() else ""
         raise OSError(f"cannot write the lexicon {out}: {exc.strerror or exc}{kept}") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -16,7 +16,7 @@ One command mines all three again from the data directory and rewrites the files
 
 It refuses data files whose sha256 is not their recipe's (``qe/resources/datasets/*.yaml``), so what ships is mined
 from the published files. A change of the miner without this command fails the slow test
-``tests/content/test_issue56_parse_auto.py::test_the_shipped_lexicons_equal_a_fresh_mine``.
+``tests/content/test_parse_auto_shipped.py::test_the_shipped_lexicons_equal_a_fresh_mine``.
 The mined-lexicon cache (:mod:`qe.content.cache`, ``lexicon=e2e@data``) stays for mining from your data folder.
 """
 from __future__ import annotations
@@ -198,12 +198,9 @@ def check_sources(name: str, data_dir: str | os.PathLike | None = None) -> None:
 
 
 def _write(p: Path, data: bytes) -> None:
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, p)
-    finally:
-        tmp.unlink(missing_ok=True)
+    from qe.core.paths import write_atomically
+
+    write_atomically(p, lambda tmp: tmp.write_bytes(data))
 
 
 def readme(folder: str | os.PathLike | None = None) -> str:

@@ -52,3 +52,19 @@ def require(path: Path, what: str) -> Path:
 def resources_dir() -> Path:
     """Files shipped inside the package (embedded default corpus and rated sample)."""
     return Path(__file__).resolve().parents[1] / "resources"
+
+
+def write_atomically(path: str | os.PathLike, write, fsync: bool = False) -> None:
+    """Write ``path`` through a temporary file beside it (``write(tmp)`` writes that file), then rename it into place
+    (:func:`os.replace`): a reader never sees half a file, and a write that fails (a full disk) leaves ``path`` as
+    it was. ``fsync``: flush the temporary file to disk before the rename. The temporary file never stays."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        if fsync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

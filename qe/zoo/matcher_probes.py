@@ -4,7 +4,8 @@ The zoo's tiny content-aligner check (tests/zoo/test_rebuild_check.py) trains a 
 probabilities are not the same across CPUs (other SIMD paths sum floats in another order). The matcher is rules over
 tokens, with no floats that decide a verdict, so its verdicts on the probe sets are the same everywhere: publishing
 them (``qe/resources/probes/matcher_verdicts.json``) makes any change to the matcher's decisions show up on any
-machine, and the trained model's comparison is left to the machine that published it.
+machine (given the same spaCy parser, which the record names), and the trained model's comparison is left to the
+machine that published it.
 
 Regenerate after a deliberate matcher change::
 
@@ -58,11 +59,20 @@ def verdicts(lexicon: str = "auto", probe_sets: Sequence[str] = PROBE_SETS, data
     return out
 
 
+def parser_name() -> str:
+    """The spaCy pipeline the matcher parses with where distance is in doubt (``en_core_web_md-3.8.0``), or
+    ``none``: another pipeline may attach a value word otherwise, so the record says which one it was made with."""
+    from qe.content.align import _syntax_pipeline
+
+    nlp = _syntax_pipeline()
+    return "none" if nlp is None else f"{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}"
+
+
 def snapshot(data_dir: str | None = None) -> dict[str, Any]:
-    """The whole published record: one :func:`verdicts` per lexicon setting, and a digest of them."""
+    """The whole published record: one :func:`verdicts` per lexicon setting, a digest of them, and the parser."""
     body = {lex: verdicts(lex, data_dir=data_dir) for lex in LEXICONS}
     digest = hashlib.sha256(dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
-    return {"version": 1, "digest": digest, "lexicons": body}
+    return {"version": 1, "digest": digest, "parser": parser_name(), "lexicons": body}
 
 
 def differences(published: dict[str, Any], now: dict[str, Any], limit: int = 20) -> list[str]:
