@@ -1,7 +1,7 @@
 """Render the headline tables of the docs from the result files in ``docs/results/data/``.
 
 Why this exists: the headline figures were typed by hand into several pages (the results overview, the content page
-and its log, the triples page, "Which metric should I use?", the README) and drifted apart (issue 57). Now each
+and its log, the triples page, "Which metric should I use?", the README) and drifted apart. Now each
 figure is kept once, in a CSV beside the command that produced it and the machine it ran on, and this script writes
 every at-a-glance table between two markers in its page::
 
@@ -45,7 +45,7 @@ REQUIRED = ("command", "machine")
 #: columns of a result file that are about where a figure comes from, not figures
 META = {"id", "command", "machine", "section", "date", "commit", "notes", "seeds_command", "mine_command", "seconds",
         "build_command", "pearson_command", "gpu_command", "more_commands", "links", "link_text", "show_command"}
-#: goals the issues set (targets, not measurements): E2E slot gold (issue 45), triple fact gold (issue 50)
+#: goals set for the E2E slot gold and the triple fact gold (targets, not measurements)
 GOALS = {"omission_f1": "≥ 0.90", "addition_f1": "≥ 0.80", "wrong_f1": "≥ 0.80", "omitted_f1": "≥ 0.90"}
 BEGIN = "<!-- table:{} begin -->"
 END = "<!-- table:{} end -->"

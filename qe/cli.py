@@ -620,7 +620,7 @@ def _unfinished_rows(partial: Path) -> int:
 
 def _refuse_unfinished(out: Path) -> None:
     """A partial output with rows in it is the work of a run that did not finish: starting over would throw those
-    rows away in silence (issue 56, D8), so say so and name the two ways on."""
+    rows away in silence, so say so and name the two ways on."""
     partial = _partial_path(out)
     n = _unfinished_rows(partial)
     if n:
@@ -630,7 +630,7 @@ def _refuse_unfinished(out: Path) -> None:
 
 def _check_mr_lines(scorer, path: str | None, mrs: list[str | None]) -> None:
     """The ``--mrs`` lines a scorer that needs MRs will read: an empty one, or one its MR format cannot parse, is
-    named by the MR file and line (issue 56, D10: it used to be blamed on the ``-i`` file's record)."""
+    named by the MR file and line (it used to be blamed on the ``-i`` file's record)."""
     if path is None or not getattr(scorer, "requires_mrs", False):
         return
     fmt = getattr(scorer, "mr_format", None) or getattr(getattr(scorer, "matcher", None), "mr_format", None)

@@ -558,7 +558,8 @@ class Matcher:
            parser is installed, step 1 decides.
 
         So the parser runs on few outputs: 60 of the first 1,500 E2E development references
-        (``benchmarks/matcher_speed.py``; docs/results/content-log.md, "Issue 56")."""
+        (``benchmarks/matcher_speed.py``; docs/results/content-log.md, "Syntax attachment, patterns in their slot,
+        cues in context")."""
         if not cands:
             return cands
         keys = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "category"}
@@ -1723,7 +1724,7 @@ def _surface_forms(value: str) -> list[list[str]]:
     return out
 
 
-# ------------------------------------------------------------------------ binary values in any spelling (issue 56)
+# --------------------------------------------------------------------------------- binary values in any spelling
 #: how MRs spell the two values of a binary slot (the matcher reads polarity as yes / no)
 BINARY_SPELLINGS = {"yes": "yes", "true": "yes", "1": "yes", "no": "no", "false": "no", "0": "no"}
 #: a slot name that asks a yes/no question ("isForBusinessComputing", "hasUsbPort", "acceptsCards"): 1 / 0 values of

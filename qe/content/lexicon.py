@@ -541,7 +541,8 @@ def _background_words(lex: "Lexicon", texts, n_slot: Counter) -> dict[str, list[
     thresholds (its nearest, priceRange's "high": 12 % without, 29 % with, is a context word). The texts are the
     mining pairs, which realise their MRs, so such a word on its own is no evidence that a text states the slot: the
     matcher does not report it as an invented fact, nor as a second value of a slot the MR holds (it still realises
-    the MR's value, or says that value is wrong). Counted on the raw words (before names are delexicalised), once per text."""
+    the MR's value, or says that value is wrong). Counted on the raw words (before names are delexicalised), once per
+    text."""
     n = len(texts)
     cands: dict[str, set[str]] = {}
     for key, sl in lex.slots.items():
@@ -676,7 +677,8 @@ def _out_of_slot(words: list[str], key: str, own: set[str], name_words: dict[str
     that say the value are mined on their own) or before a negation alone ("does not"). A function word that opens a
     phrase whose words are not the slot's own ("by the river", "near the river" for ``area[riverside]``) is what
     makes the n-gram say the value, and stays: on E2E, dropping those too cost the area slot 20 points of omission
-    precision (docs/results/content-log.md, "Issue 56")."""
+    precision (docs/results/content-log.md,
+    "Syntax attachment, patterns in their slot, cues in context")."""
     stop = _stopwords()
     names_own = any(content_word(t) and any(_form_of(t, w) for w in name_words.get(key, ())) for t in words)
     for t in words:

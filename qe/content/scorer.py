@@ -128,7 +128,7 @@ def mined_lexicon(name: str, data_dir: str | None = None) -> Lexicon:
 
 def _announced(mine_fn):
     """Mining a dataset's lexicon on first use takes 10-50 s: a bar with the time spent on a terminal and an INFO
-    log line around it (:class:`qe.content.mining.Working`), not silence (issue 56)."""
+    log line around it (:class:`qe.content.mining.Working`), not silence."""
     from functools import wraps
 
     @wraps(mine_fn)
@@ -462,7 +462,7 @@ class CoverageScorer(Scorer):
 
         An output whose MR holds no checkable fact (only ``dontcare`` / ``none`` values) counts nothing, not even the
         values it invents: its SER is undefined, as its coverage is, and a pooled rate is over the facts that can be
-        checked (issue 56, D1: 4 faithful outputs and 4 such ones pooled to 1.5, not 0). Its row stays, as (0, 0), so
+        checked (4 faithful outputs and 4 such ones pooled to 1.5, not 0). Its row stays, as (0, 0), so
         that the items of systems compared on the same MRs stay paired."""
         import numpy as np
 

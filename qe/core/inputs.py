@@ -5,7 +5,7 @@
   naming the first record that lacks the field;
 * :func:`input_file_problem` / :func:`output_place_problem` — what is wrong with a path given as an input file or as
   an output to write (a folder, a missing file, a parent that is a file), in words, before anything is read or
-  written (issue 56, D6 / D7: "no such file" for a folder, "[Errno 17] File exists" for ``-o file.txt/out.json``).
+  written (they used to say "no such file" for a folder, "[Errno 17] File exists" for ``-o file.txt/out.json``).
 """
 from __future__ import annotations
 
