@@ -72,6 +72,11 @@ def _sklearn_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
+#: auxiliary forms scikit-learn's stop-word list leaves out (it holds "do", "has", "is"): no pattern is made of these
+#: alone (:func:`_out_of_slot`), and one mined before is matched only in its slot's context (:func:`needs_context`)
+AUXILIARIES = frozenset({"does", "did", "doing", "having", "shall"})
+
+
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
     return _sklearn_stop_words() - NEGATIONS - {"cheap", "fire", "eleven", "five", "three", "one", "two", "four",
@@ -446,6 +451,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             if kinds[key] == "category" and not any(w in own_words or (w not in name_words and w not in stop)
                                                     for w in words):
                 continue  # the slot's name and function words only ("food in the", "rating of"): no value's words
+            if all(w not in own_words and (w in stop or w in AUXILIARIES or w in NEGATIONS) for w in words):
+                continue  # function words, auxiliaries and negations only ("does", "does not", "it does" of "does
+                # not allow kids"): no value's words, and the negation is read around the slot's own words
             why = _out_of_slot(words, key, own_words | name_words, slot_name_words, slot_value_words)
             if why is not None:
                 dropped[why] += 1
@@ -601,7 +609,7 @@ def in_context(tokens: Sequence[str], i: int, j: int, cues: set[str], reach: int
 def needs_context(word: str) -> bool:
     """A word too weak to state a value alone, wherever it was mined: a single letter ("a" for an energy rating
     *A*) or a function word (:func:`function_words`)."""
-    return (len(word) == 1 and word.isalpha()) or word in function_words()
+    return (len(word) == 1 and word.isalpha()) or word in function_words() or word in AUXILIARIES
 
 
 @lru_cache(maxsize=1)

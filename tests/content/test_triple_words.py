@@ -53,10 +53,27 @@ def test_words_that_a_few_properties_own_are_not_common_and_explain_only_those()
     assert "born" in lifted.properties["occupation"]
     assert "born" not in mine_triples(PAIRS, property_lift=1.5, **kw).properties["occupation"]
     # a relation the triples do not hold, said with an owned word: listed with the lifts, explained without
-    mr, text = _mr(("Aarhus_Airport", "cityServed", "Aarhus")), "Aarhus Airport serves Aarhus, where it was born."
+    mr, text = _mr(("Aarhus_Airport", "cityServed", "Aarhus")), "Aarhus Airport serves Aarhus, where its founder was born."
     words = [h["said"] for h in Matcher(lifted).align(mr, text).hallucinated if h.get("kind") == "words"]
     assert words and "born" in words[0]
     assert not [h for h in Matcher(plain).align(mr, text).hallucinated if h.get("kind") == "words"]
+
+
+def test_a_lone_word_counts_only_as_another_propertys_word_or_a_name():
+    """One unexplained word that no property's texts use ("hails") is a paraphrase or a typo, not a fact; a lone
+    word of another property ("worked" of occupation), a name said alone, or two words or more still count."""
+    lex = mine_triples(PAIRS, min_count=2, min_property_share=0.5, min_common_share=0.5)
+    m = Matcher(lex)
+    mr = _mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas"))
+
+    def words(text):
+        return [h["said"] for h in m.align(mr, text).hallucinated if h.get("kind") == "words"]
+
+    assert words("Alan Bean hails from Wheeler, Texas.") == []
+    assert words("Alan Bean was born in Wheeler, Texas, where he worked.") == ["worked"]
+    assert words("Alan Bean was born in Wheeler, Texas and walked on the Moon.") == ["walked on the moon"]
+    assert words("Alan Bean was born in Wheeler, Texas, with Truly.") == ["truly"]  # a name alone counts
+    assert words("Alan Bean was born in Wheeler, Texas. Truly.") == []  # a capital opening a sentence is no name
 
 
 def test_mining_refuses_pairs_without_triples():
@@ -249,7 +266,9 @@ def test_the_lift_grid_of_the_triple_words_experiment(tmp_path, monkeypatch, cap
     best = json.loads(out.read_text())["best"]
     assert (best["common_lift"], best["property_lift"]) == (1.5, 1.0)
     assert best["false_alarms"] == []  # the clean texts' words are all explained
-    # a lexicon that never saw birthPlace texts: "born" in Buzz Aldrin's clean reference is a false alarm
-    airports = mine_triples([(train[1].mr, train[1].lexes[0].text)] * 2)
+    # a lexicon that never saw birthPlace texts, where "born" is a word of another property (cityServed): "born" in
+    # Buzz Aldrin's clean reference is a false alarm (a lone word no property's texts use would not be listed)
+    airports = mine_triples([(train[1].mr, "Aarhus Airport serves the city of Aarhus, where it was born.")] * 2
+                            + [(_mr(("Elliot_See", "occupation", "Test_pilot")), "Elliot See worked as a test pilot.")] * 2)
     assert tw.false_alarms(airports, sets) == [("born", 1)]
     assert "highest J3" in capsys.readouterr().out
