@@ -32,9 +32,11 @@ slot's trigger is read in other forms of its words ("kids", "children", "allows"
 negation cue a few words before it or right after it, past auxiliaries only ("children are not allowed").
 
 ``hallucinated`` lists what the output states that is not in the MR: a value of a slot the MR does not have, a second
-value of a slot it has, or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
+value of a slot it has (not of a slot the MR holds as ``dontcare`` / ``none``: what a text says of that slot is the
+fact's own wording), or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
 triples (``lexicon=webnlg``, :func:`~qe.content.lexicon.mine_triples`), each stretch of words that neither the
-triples' entities nor their properties' usual words explain (``"kind": "words"``). ``repeated`` lists categorical
+triples' entities nor their properties' usual words explain (``"kind": "words"``; a stretch of one word only when
+some property's texts use it or it is a name: :data:`UNEXPLAINED_MIN_WORDS`). ``repeated`` lists categorical
 values stated more often than the MR holds them, in the same words (entity names are not counted: texts name an
 entity again on purpose; a paraphrase of a stated value is not a repetition).
 
@@ -1261,11 +1263,11 @@ CUE_MAX_PROPERTIES = 25
 CUE_MAX_WORDS = 9
 #: how near its property's words a stretch of plain (lower-case) words must stand to be another object
 WORDS_DISTANCE = 3.0
-#: the fewest content words a lower-case stretch no triple explains needs to be reported as hallucinated (a name
-#: counts alone): on faithful WebNLG
-#: development references 248 of 261 such stretches were one word, a paraphrase of a property ("falls in the genre",
-#: "houses", "called"); the invented clauses of the hand-written triple gold all hold two or more, or a number
-#: (docs/results/content-log.md, "Lone unexplained words")
+#: the fewest content words a stretch no triple explains needs to be reported as hallucinated by itself; a shorter one
+#: counts when its word is a word some property's texts use (a relation said: "born") or a name written with a
+#: capital inside a sentence. On faithful WebNLG development references 248 of 265 invented facts were one word,
+#: mostly a property said another way ("falls in the genre", "houses") or a typo (docs/results/content-log.md,
+#: "Unchecked slots, auxiliary patterns, lone unexplained words")
 UNEXPLAINED_MIN_WORDS = 2
 #: how far (in tokens between) a cue may stand before / after the value it ties to its property, in one sentence
 CUE_BEFORE, CUE_AFTER = 6, 4
