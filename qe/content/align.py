@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -867,6 +868,13 @@ class Matcher:
                 binary = self._kind(key, mr_slots) == "binary"
                 al.verdicts.append(Verdict(s, v, "omitted", partial=None if binary else _partial(
                     raw.get((key, nv)) or v, tokens, {i for m in matches for i in range(m.start, m.end)})))
+        # a value that names a kind ("placetoeat") is stated by any word of that kind, whichever fact that word
+        # also realises ("the riverside restaurant" for type=placetoeat and eattype=restaurant)
+        for k, vd in enumerate(al.verdicts):
+            kind = _KIND_WORDS.get(norm_value(vd.value)) if vd.status == "omitted" and vd.value else None
+            hit = next((f for f in kind or () if _find_every(tokens, norm_tokens(f))), None)
+            if hit is not None:
+                al.verdicts[k] = Verdict(vd.slot, vd.value, "realised", hit)
         pos = {(f[1], f[2]): k for k, f in reversed(list(enumerate(facts)))}
         al.verdicts.sort(key=lambda vd: pos.get((vd.slot, vd.value), 0))
         # what else the output says: one hallucination per (slot, value) it states that the MR neither holds nor
@@ -929,7 +937,7 @@ class Matcher:
         # every occurrence of every entity of the MR; one inside another entity's name ("madrid" in "adolfo suárez
         # madrid-barajas airport", "indian" in "indian air force") does not state it (a year inside a date does)
         names = list(dict.fromkeys(x for t in triples for x in (t.s_txt, t.o_txt)))
-        occ = {x: _entity_spans(tokens, x) for x in names}
+        occ = {x: _entity_spans(tokens, x, names) for x in names}
         literal = {e.o_txt for e in triples if e.obj.startswith('"')} | {e.s_txt for e in triples
                                                                           if e.subj.startswith('"')}
         free = {x: [sp for sp in occ[x] if _all_numbers(x) or not _inside_other(sp, x, occ, literal, tokens)]
@@ -990,6 +998,8 @@ class Matcher:
             for k in pending:
                 t = triples[k]
                 hit = _demonym_of(t, tokens, cased, taken, consumed) if t.key in DEMONYM_OBJECTS else None
+                if hit is None:
+                    hit = _alias_of(t, tokens, cased, taken, consumed)
                 if hit is not None:
                     status[k], said[k], spans[k] = "realised", tokens[hit], [(hit, hit + 1)]
                     consumed.add(hit)
@@ -1101,7 +1111,7 @@ class Matcher:
         subj_sent: dict[str, set[int]] = {}
         for t in triples:
             if t.s_txt not in subj_sent:
-                subj_sent[t.s_txt] = {sentence[i] for i, _ in _entity_spans(tokens, t.s_txt)}
+                subj_sent[t.s_txt] = {sentence[i] for i, _ in _entity_spans(tokens, t.s_txt, names)}
         named = set().union(*subj_sent.values())
         pron = {sentence[i] for i, tok in enumerate(tokens) if tok in _PRONOUNS}
 
@@ -1325,7 +1335,7 @@ def _find_near_free(tokens: list[str], sub: list[str], used: list[bool]) -> tupl
     return i, j
 
 
-def _entity_spans(tokens: list[str], text: str) -> list[tuple[int, int]]:
+def _entity_spans(tokens: list[str], text: str, others: Iterable[str] = ()) -> list[tuple[int, int]]:
     """Every occurrence of an entity (its :func:`~qe.core.surface.entity_text`) in the output: verbatim, else
     near-verbatim, else as its usual surface forms (:func:`~qe.core.surface.entity_variants`); overlapping
     occurrences keep the longest."""
@@ -1344,14 +1354,70 @@ def _entity_spans(tokens: list[str], text: str) -> list[tuple[int, int]]:
         used[i:j] = [True] * (j - i)
     if out:
         return out
-    for form in [norm_tokens(" ".join(t for t in var if t != "-")) for var in entity_variants(text)]:
+    folded = None
+    for form in [norm_tokens(" ".join(t for t in var if t != "-")) for var in entity_variants(text)] + \
+            _matcher_forms(text, others):
         if form:
             out += [(i, i + len(form)) for i in _find_every(tokens, form)]
+            ff = [fold(t) for t in form]
+            if ff != form or folded is not None:  # without diacritics ("daniel martinez" for Daniel_Martínez)
+                folded = folded if folded is not None else [fold(t) for t in tokens]
+                out += [(i, i + len(ff)) for i in _find_every(folded, ff)]
     kept: list[tuple[int, int]] = []
     for sp in sorted(out, key=lambda s: (s[0] - s[1], s[0])):
         if not any(a < sp[1] and sp[0] < b for a, b in kept):
             kept.append(sp)
     return sorted(kept)
+
+
+_MONTH_NAMES_LIST = "january february march april may june july august september october november december".split()
+_WRITTEN_DATE = re.compile(r"^(?:(\d{1,2}) (" + "|".join(_MONTH_NAMES_LIST) + r")|(" + "|".join(_MONTH_NAMES_LIST)
+                           + r") (\d{1,2}),?) (\d{4})$")
+#: the short names texts write for two countries: each realises the country (demonyms are read by
+#: :func:`_alias_of`, for the properties a demonym states)
+_SHORT_NAMES = {"united states": ("u.s", "u.s.a", "usa", "america"), "united kingdom": ("uk", "u.k", "britain")}
+#: the words that state a literal value another way
+_VALUE_WORDS = {"deceased": ("died", "dead", "passed away")}
+
+
+def _matcher_forms(text: str, others: Iterable[str] = ()) -> list[list[str]]:
+    """More surface forms of an entity than :func:`~qe.core.surface.entity_variants` gives, for the matcher only
+    (RatPred's delexicalisation and the triple-words miner keep those): the name without the full stops of its
+    abbreviations ("st louis" for ``St._Louis``); "and" for "&"; a written-out date's other forms ("30th March
+    2007" for ``"30 March 2007"``); the initials of a name of three words or more, outside its links ("mit" for
+    Massachusetts Institute of Technology; not one that is a country's short name); the head of "A of B" / "A in
+    (the) B" when A has two words or more and B is another entity of the MR (``others``), which the text names on its
+    own ("felipe vi" for ``Felipe_VI_of_Spain`` beside ``Spain``, "prime minister" for ``Prime_Minister_of_Romania``
+    beside ``Romania``); a country's short names (:data:`_SHORT_NAMES`) and a literal value's other words
+    (:data:`_VALUE_WORDS`: "died" for ``"Deceased"``). ``text`` is an entity text (:func:`entity_text`)."""
+    et = entity_text(text)
+    out: list[list[str]] = []
+    toks = norm_tokens(et)
+    if "." in toks[1:-1]:
+        out.append([t for t in toks if t != "."])
+    if "&" in toks:  # "College of William and Mary" for College_of_William_&_Mary
+        out.append(["and" if t == "&" else t for t in toks])
+    date = _WRITTEN_DATE.match(et)
+    if date:  # a date the MR writes out ("30 March 2007"): its other written forms ("30th March 2007", "March 30, 2007")
+        d, mo, y = (date.group(1) or date.group(4)), (date.group(2) or date.group(3)), date.group(5)
+        iso = f"{y}-{_MONTH_NAMES_LIST.index(mo) + 1:02d}-{int(d):02d}"
+        out += [norm_tokens(" ".join(v)) for v in entity_variants(iso)]
+    head = et.split(",")[0]
+    initials = [w for w in head.split() if w not in _NAME_LINKS and w not in ("and", "for", "the", "in", "at", "on")]
+    acronym = "".join(w[0] for w in initials)
+    if len(initials) >= 3 and all(w.isalpha() for w in initials) and \
+            not any(acronym in names for names in _SHORT_NAMES.values()):  # "mit": Massachusetts Institute of ...
+        out.append([acronym])
+    words = [t for t in toks if t != "."]
+    known = {" ".join(t for t in norm_tokens(o) if t != ".") for o in others} - {" ".join(words)}
+    known |= {f for o in known for f in _SHORT_NAMES.get(o, ())}
+    for i in range(2, len(words) - 1):  # every "A of B" / "A in (the) B" split with two words or more in A
+        rest = words[i + 1:][1:] if words[i + 1:i + 2] == ["the"] else words[i + 1:]
+        if words[i] in ("of", "in") and " ".join(rest) in known and not _has_number(" ".join(words[:i])):
+            out.append(words[:i])
+    for form in _SHORT_NAMES.get(et, ()) + _VALUE_WORDS.get(et, ()):
+        out.append(norm_tokens(form))
+    return out
 
 
 def _all_numbers(text: str) -> bool:
@@ -1423,6 +1489,20 @@ def _demonym_of(t: _Triple, tokens: list[str], cased: list[str], taken: list[boo
     for i, c in enumerate(cased):
         if not taken[i] and i not in consumed and _DEMONYM.match(c) and fold(tokens[i])[:3] == fold(ow[0])[:3] \
                 and tokens[i] != ow[0]:
+            return i
+    return None
+
+
+def _alias_of(t: _Triple, tokens: list[str], cased: list[str], taken: list[bool], consumed: set[int]) -> int | None:
+    """Where the output writes a country's other name that needs its capitals ("US") or, for a property a demonym
+    states (:data:`DEMONYM_OBJECTS`), its demonym ("American", "British"), outside the MR's names, or None."""
+    forms = {"united states": ({"US"}, {"American", "Americans"}),
+             "united kingdom": (set(), {"British"})}.get(t.o_txt)
+    if forms is None:
+        return None
+    names, demonyms = forms
+    for i, c in enumerate(cased):
+        if not taken[i] and i not in consumed and (c in names or (t.key in DEMONYM_OBJECTS and c in demonyms)):
             return i
     return None
 
@@ -1727,6 +1807,13 @@ def _partial(value: str, tokens: list[str], other: set[int]) -> float | None:
 #: references abbreviate the MRs' addresses)
 _ADDRESS_ABBREVIATIONS = {"street": "st", "avenue": "ave", "boulevard": "blvd", "road": "rd", "place": "pl",
                           "square": "sq", "lane": "ln"}
+
+
+#: a value that names a kind of thing, and the words that name one of that kind: each realises the value, also when it
+#: realises another fact (:meth:`Matcher.align`; BAGEL's ``type=placetoeat``: "a restaurant", "a pub", "a place to eat")
+_KIND_WORDS = {"placetoeat": ("place to eat", "places to eat", "restaurant", "restaurants", "pub", "pubs", "bar",
+                              "bars", "cafe", "café", "coffee shop", "venue", "eatery", "establishment", "place",
+                              "places", "spot", "diner", "bistro", "brasserie")}
 
 
 def _surface_forms(value: str) -> list[list[str]]:

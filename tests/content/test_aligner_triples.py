@@ -17,7 +17,7 @@ from qe.content.aligner_triples import (TripleInventory, _drop_triple, _other, _
 
 ROWS = [
     {"triples": [("Alan_Bean", "nationality", "United_States"), ("Alan_Bean", "birthPlace", "Wheeler,_Texas")],
-     "ref": "Alan Bean, an American, was born in Wheeler, Texas."},
+     "ref": "Alan Bean, a citizen of the States, was born in Wheeler, Texas."},
     {"triples": [("Alan_Bean", "occupation", "Test_pilot")], "ref": "Alan Bean served as a test pilot."},
     {"triples": [("Elliot_See", "birthPlace", "Dallas"), ("Elliot_See", "occupation", "Test_pilot")],
      "ref": "Elliot See, born in Dallas, was a test pilot."},
@@ -42,14 +42,14 @@ def test_labels_of_hand_written_rows_every_kind_and_the_vetoes():
     assert set(by) == {"fact", "other", "drop", "swap", "swap_text"}
     # every triple is realised with its own text, the paraphrase the matcher misses too
     assert ("realised", "alan bean | nationality | united states",
-            "alan bean , an american , was born in wheeler , texas .") in by["fact"]
+            "alan bean , a citizen of the states , was born in wheeler , texas .") in by["fact"]
     assert next(e for e in got if e.query == "alan bean | nationality | united states").matcher == "omitted"
     assert len(by["fact"]) == 6
     # the clause of a dropped object goes with it when no other object is in it
     assert ("omitted", "elliot see | occupation | test pilot", "elliot see , born in dallas .") in by["drop"]
-    assert ("omitted", "alan bean | birth place | wheeler, texas", "alan bean , an american .") in by["drop"]
+    assert ("omitted", "alan bean | birth place | wheeler, texas", "alan bean , a citizen of the states .") in by["drop"]
     assert ("wrong", "alan bean | birth place | wheeler, texas",
-            "alan bean , an american , was born in dallas .") in by["swap_text"]
+            "alan bean , a citizen of the states , was born in dallas .") in by["swap_text"]
     assert ("wrong", "elliot see | birth place | wheeler, texas",
             "elliot see , born in dallas , was a test pilot .") in by["swap"]
     assert all(lab == "omitted" for lab, _, _ in by["other"])
@@ -94,7 +94,7 @@ def test_prop_negatives_ask_another_property_of_the_same_entities_and_leave_the_
     # the text unchanged, its entities named; the matcher reads "born" / "died" by the object: a contradicting
     # property, wrong (issue 50)
     assert prop == [("wrong", "alan bean | death place | wheeler, texas",
-                     "alan bean , an american , was born in wheeler , texas .", "wrong"),
+                     "alan bean , a citizen of the states , was born in wheeler , texas .", "wrong"),
                     ("wrong", "elliot see | death place | dallas", "elliot see , born in dallas , was a test pilot .",
                      "wrong"),
                     ("wrong", "john doe | birth place | dallas", "john doe died in dallas .", "wrong")]
@@ -171,7 +171,7 @@ class StubAligner:
 
 MR = json.dumps([["Alan_Bean", "nationality", "United_States"], ["Alan_Bean", "birthPlace", "Wheeler,_Texas"],
                  ["Alan_Bean", "occupation", "Test_pilot"]])
-TEXT = "Alan Bean, an American, was born in Wheeler, Texas."
+TEXT = "Alan Bean, a citizen of the States, was born in Wheeler, Texas."
 
 
 def test_aligned_matcher_decides_the_triples_the_matcher_calls_omitted():

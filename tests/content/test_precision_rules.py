@@ -78,3 +78,54 @@ def test_a_lone_unexplained_word_counts_only_as_a_property_word_or_a_name():
     assert words("Addis Ababa City Hall houses the Government of Addis Ababa.") == []
     assert words("Addis Ababa City Hall houses the Government of Addis Ababa, born there.") == ["born"]
     assert words("Addis Ababa City Hall houses the Government of Addis Ababa with Nixon.") == ["nixon"]
+
+
+def _triples(*triples):
+    import json
+
+    return json.dumps([list(t) for t in triples])
+
+
+@pytest.mark.parametrize("triples, text", [
+    ([("Elliot_See", "deathPlace", "St._Louis")], "Elliot See died in St Louis."),
+    ([("Spain", "leader", "Felipe_VI_of_Spain")], "The leader of Spain is Felipe VI."),
+    ([("Romania", "leaderTitle", "Prime_Minister_of_Romania")], "Romania is led by its Prime Minister."),
+    ([("Amarillo", "country", "United_States"), ("United_States", "ethnicGroup",
+                                                 "Native_Americans_in_the_United_States")],
+     "Amarillo is in the U.S., where Native Americans are an ethnic group."),
+    ([("Alan_B._Miller_Hall", "owner", "College_of_William_&_Mary")],
+     "Alan B. Miller Hall is owned by the College of William and Mary."),
+    ([("Buzz_Aldrin", "almaMater", '"Massachusetts Institute of Technology, Sc.D. 1963"')],
+     "Buzz Aldrin graduated from MIT."),
+    ([("Alan_B._Miller_Hall", "buildingStartDate", '"30 March 2007"')],
+     "Building of Alan B. Miller Hall began on 30th March 2007."),
+    ([("Montevideo", "leader", "Daniel_Martínez_(politician)")], "Daniel Martinez leads Montevideo."),
+    ([("Elliot_See", "status", '"Deceased"')], "Elliot See has died."),
+    ([("Albany,_Oregon", "country", "United_States")], "Albany, Oregon is in the USA."),
+])
+def test_other_written_forms_of_an_entity_realise_it(triples, text):
+    from qe.content import Matcher as M
+
+    assert [v.status for v in M().align(_triples(*triples), text).verdicts] == ["realised"] * len(triples), text
+
+
+@pytest.mark.parametrize("triples, text", [
+    ([("Buzz_Aldrin", "almaMater", "Massachusetts_Institute_of_Technology")],
+     "Buzz Aldrin studied at an institute in Massachusetts."),
+    ([("Ukraine", "leader", "Felipe_VI_of_Spain")], "The leader of Ukraine is Felipe VI."),  # Spain not in the MR
+])
+def test_forms_that_do_not_state_the_entity(triples, text):
+    from qe.content import Matcher as M
+
+    assert [v.status for v in M().align(_triples(*triples), text).verdicts] != ["realised"], text
+
+
+def test_a_kind_of_venue_is_stated_by_any_word_of_that_kind():
+    """BAGEL's ``type=placetoeat`` is written "a restaurant", "a pub", "a place to eat": each realises it, also when
+    the same word realises the ``eattype`` fact; a text that names no venue still omits it."""
+    mr = 'inform(name="Ali Baba",type=placetoeat,eattype=restaurant,area=riverside)'
+    al = Matcher().align(mr, "Ali Baba is a riverside restaurant.")
+    assert {v.slot: v.status for v in al.verdicts} == {"name": "realised", "type": "realised",
+                                                       "eattype": "realised", "area": "realised"}
+    al = Matcher().align('inform(name="Ali Baba",type=placetoeat,area=riverside)', "Ali Baba is by the riverside.")
+    assert {v.slot: v.status for v in al.verdicts}["type"] == "omitted"

@@ -164,7 +164,12 @@ def test_values_of_another_type_or_near_another_property_are_not_wrong():
     mr = _mr(("Buzz_Aldrin", "nationality", "United_States"))
     assert _st(Matcher().align(mr, "Buzz Aldrin graduated from MIT.")) == ["omitted"]
     assert _st(Matcher().align(mr, "Buzz Aldrin was born in Glen Ridge.")) == ["omitted"]
-    assert _st(Matcher().align(mr, "Buzz Aldrin is an American.")) == ["omitted"]  # an alias: never another value
+    # a demonym or short name of the object realises it (never another value): "an American", "a US national"
+    assert _st(Matcher().align(mr, "Buzz Aldrin is an American.")) == ["realised"]
+    assert _st(Matcher().align(mr, "Buzz Aldrin is a US national.")) == ["realised"]
+    assert _st(Matcher().align(mr, "Buzz Aldrin told us so.")) == ["omitted"]  # the pronoun "us" is no name
+    assert _st(Matcher().align(_mr(("Buzz_Aldrin", "birthPlace", "United_States")),
+                               "Buzz Aldrin is an American.")) == ["omitted"]  # a demonym states no birth place
     # the name is nearer the other property's words
     mr = _mr(("Alan_Bean", "birthPlace", "Wheeler,_Texas"), ("Alan_Bean", "almaMater", "UT_Austin"))
     al = Matcher().align(mr, "Alan Bean was born in Wheeler, Texas and has an alma mater called Rice University.")
