@@ -91,12 +91,12 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, content_word,
-                                entity_words, fold, in_context, needs_context, norm_tokens, norm_value, raw_tokens,
-                                rules_lexicon, slot_cues, slot_kind, unexplained_spans)
+from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, _word_form,
+                                content_word, entity_words, fold, in_context, needs_context, norm_tokens, norm_value,
+                                raw_tokens, rules_lexicon, slot_cues, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
-                             tok_close, tok_close_strict)
+                             tok_close_strict)
 
 STATUSES = ("realised", "omitted", "wrong", "unchecked")
 #: tokens that end the scope of a negation cue (and of a value's context)
@@ -841,12 +841,14 @@ class Matcher:
                     consumed.add(id(said[key][hit][0]))
                 continue
             free = [(m, vals) for m, vals in said.get(key, []) if id(m) not in consumed]
-            hits = [m for m, vals in free if nv in vals]
+            # a value of alternatives ("hayes valley or glen park") is realised by a mention of any of them
+            alts = {nv} | ({a.strip() for a in nv.split(" or ")} if " or " in nv else set())
+            hits = [m for m, vals in free if alts & set(vals)]
             # mentions that fit several values ("rating of", "a price") do not realise the value when none of them
             # says it mostly and the output states another value of the slot outright ("a price range of more
             # than £30" for less than £20)
-            if hits and not any(_firm(m, vals, nv) for m, vals in free if m in hits) and \
-                    any(nv not in vals and _outright(m, vals) for m, vals in free):
+            if hits and not any(_firm(m, vals, a) for m, vals in free if m in hits for a in alts) and \
+                    any(not alts & set(vals) and _outright(m, vals) for m, vals in free):
                 hits = []
             if hits:
                 for m in hits:  # every mention of the value realises this one fact
@@ -884,9 +886,14 @@ class Matcher:
                     if v.status == "wrong" and v.said_value}
         stated: dict[tuple[str, str], Counter] = {}
         extra: dict[tuple[str, str], _Match] = {}
+        # the alternatives of an MR value "a or b" (SF's area='hayes valley or glen park'): each is that fact's
+        alternatives = {(key, part.strip()) for key, vals in mr_slots.items() for v in vals if " or " in v
+                        for part in v.split(" or ")}
         for key, lst in said.items():
             for m, vals in lst:
                 val = max(vals, key=vals.get)
+                if (key, val) in alternatives:
+                    continue
                 if id(m) in consumed or val in mr_slots.get(key, []):
                     stated.setdefault((key, val), Counter())[m.text] += 1
                 elif len(vals) > 1 and any(u in mr_slots.get(key, []) or (key, u) in answered for u in vals):
@@ -1756,12 +1763,6 @@ def _by_first_letters(triggers) -> dict[str, list[tuple[tuple[str, ...], str]]]:
     return out
 
 
-def _word_form(a: str, b: str) -> bool:
-    """Two forms of one word (:func:`~qe.content.lexicon._form_of`: "kids" / "kid", "children" / "child", "allows" /
-    "allow"), both of letters only, not one behind a negating prefix ("unfriendly" is not "friendly")."""
-    if not (a.isalpha() and b.isalpha()):
-        return False
-    return tok_close_strict(a, b) if tok_close(a, b) else _form_of(a, b)
 
 
 def _slot_words_said(tokens: list[str], words: list[str]) -> bool:

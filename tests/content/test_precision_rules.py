@@ -129,3 +129,62 @@ def test_a_kind_of_venue_is_stated_by_any_word_of_that_kind():
                                                        "eattype": "realised", "area": "realised"}
     al = Matcher().align('inform(name="Ali Baba",type=placetoeat,area=riverside)', "Ali Baba is by the riverside.")
     assert {v.slot: v.status for v in al.verdicts}["type"] == "omitted"
+
+
+def test_a_short_word_is_no_other_form_of_a_trigger():
+    from qe.content.lexicon import _word_form
+
+    assert not _word_form("all", "allow")  # "an all new low" says nothing of children
+    assert _word_form("allows", "allow") and _word_form("kids", "kid") and _word_form("children", "child")
+    assert not _word_form("unfriendly", "friendly")
+
+
+def _chance_pairs():
+    """familyFriendly in 60 % of 100 MRs; "kids" says it; "budget" is in 5 texts that all hold it (by chance: 0.6 ** 5
+    = 0.08); "location" in 8 texts that all hold it (0.6 ** 8 = 0.017 alone), while "located", its other form, is in
+    40 texts, 8 of them with the slot."""
+    rows = []
+    ff_seen = located_ff = 0
+    for i in range(100):
+        ff = i % 5 < 3
+        text = f"place {i} is a pub"
+        if ff:
+            ff_seen += 1
+            if ff_seen % 2 == 0:
+                text += " where kids are welcome" if ff_seen % 4 == 0 else " where kids are not allowed"
+            if 1 <= ff_seen <= 5:
+                text += " on a budget"
+            if 6 <= ff_seen <= 13:
+                text += " in a location"
+            if 20 <= ff_seen <= 27:
+                text += " located by the river"
+        elif i >= 30:
+            text += " located by the river"
+        mr = f"name[place {i}]" + (f", familyFriendly[{'yes' if ff_seen % 4 == 0 else 'no'}]" if ff else "")
+        rows.append((mr, text))
+    return rows
+
+
+def test_a_trigger_must_beat_chance_in_every_form_the_matcher_reads():
+    lex = mine(_chance_pairs(), min_count=5)
+    trig = lex.slots["familyfriendly"].triggers
+    assert "kids" in trig
+    assert "budget" not in trig and "location" not in trig
+    al = Matcher(lex).align("name[place 70]", "place 70 is a pub located by the river")
+    assert al.hallucinated == []
+
+
+@pytest.mark.parametrize("mr, text", [
+    ("inform(name='chenery park',area='hayes valley or glen park')", "chenery park is in the hayes valley and glen "
+                                                                      "park area"),
+    ("inform(name='la mediterranee',goodformeal='lunch or dinner')", "la mediterranee is good for lunch and dinner"),
+])
+def test_a_value_of_alternatives_is_realised_by_them_and_they_invent_nothing(sf, mr, text):
+    al = sf.align(mr, text)
+    assert {v.status for v in al.verdicts} == {"realised"} and al.hallucinated == []
+
+
+def test_an_alternative_the_mr_does_not_offer_is_still_invented(sf):
+    al = sf.align("inform(name='chenery park',area='hayes valley')", "chenery park is in the hayes valley and glen "
+                                                                     "park area")
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("area", "glen park")]
