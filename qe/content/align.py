@@ -1197,10 +1197,11 @@ class Matcher:
         per stretch (:func:`~qe.content.lexicon.unexplained_spans`). ``skip``: positions already accounted for (the
         words of wrong verdicts). Each entry is a :class:`Said` whose ``extent`` is its content words' share of the
         content words of the sentences it stands in (``sentence``: the sentence of each token; None: the output is
-        one sentence). A stretch of one word counts only when it is written with a capital inside a sentence (a name:
-        "born in Errata"; "Having a density of ..." is not one):
-        a lone lower-case word is a paraphrase of a property far more often than a fact (``UNEXPLAINED_MIN_WORDS``;
-        ``cased``: the output's tokens as written, None when they could not be lined up)."""
+        one sentence). A stretch of one word counts only when some property's texts use that word (a relation said:
+        "born") or it is written with a capital inside a sentence (a name: "born in Errata"; "Having a density of
+        ..." is not one): a lone word no property's texts use is a paraphrase or a typo far more often than a fact
+        (:data:`UNEXPLAINED_MIN_WORDS`; ``cased``: the output's tokens as written, None when they could not be lined
+        up)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
@@ -1761,8 +1762,6 @@ def _by_first_letters(triggers) -> dict[str, list[tuple[tuple[str, ...], str]]]:
     for form, key in triggers:
         out.setdefault(form[0][:2], []).append((form, key))
     return out
-
-
 
 
 def _slot_words_said(tokens: list[str], words: list[str]) -> bool:

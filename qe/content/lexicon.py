@@ -72,8 +72,9 @@ def _sklearn_stop_words() -> frozenset[str]:
     return frozenset(ENGLISH_STOP_WORDS)
 
 
-#: auxiliary forms scikit-learn's stop-word list leaves out (it holds "do", "has", "is"): no pattern is made of these
-#: alone (:func:`_out_of_slot`), and one mined before is matched only in its slot's context (:func:`needs_context`)
+#: auxiliary forms scikit-learn's stop-word list leaves out (it holds "do", "has", "is"): no mined pattern or trigger
+#: is made of these, stop words and negations only (:func:`mine`), and one in an older lexicon is matched only in its
+#: slot's context (:func:`needs_context`)
 AUXILIARIES = frozenset({"does", "did", "doing", "having", "shall"})
 
 
@@ -297,7 +298,8 @@ def delexicalise(tokens: list[str], values: Iterable[str]) -> list[str]:
 TRIGGER_ALPHA = 0.05
 
 
-def _trigger_holds(g: str, key: str, c: int, cnt: int, gram_n: Counter, gram_slot, p_slot: float) -> bool:
+def _trigger_holds(g: str, key: str, c: int, cnt: int, gram_n: Counter, gram_slot, p_slot: float,
+                   words_by2: dict[str, list[str]]) -> bool:
     """Whether the n-gram ``g`` (in ``cnt`` texts, ``c`` of them with binary slot ``key``) says the slot is talked
     about as the matcher will read it: a one-word trigger is matched in its other forms too (:func:`_word_form`:
     "location" also reads "located"), so its texts are those of every form the mining texts hold. (The n-gram itself
@@ -307,8 +309,10 @@ def _trigger_holds(g: str, key: str, c: int, cnt: int, gram_n: Counter, gram_slo
     of its MRs), and a rare form ("location", 29 texts) is no evidence for a common one ("located", 1,588 texts, 59 %
     with the slot)."""
     if " " not in g:
-        for w in gram_n:  # the forms the matcher reads: same first two letters (qe.content.align's trigger index)
-            if w != g and " " not in w and w[:2] == g[:2] and _word_form(w, g):
+        # the forms the matcher reads: same first two letters (``words_by2``: the one-word n-grams by their first two
+        # letters, as qe.content.align indexes triggers)
+        for w in words_by2.get(g[:2], ()):
+            if w != g and _word_form(w, g):
                 c += gram_slot[w].get(key, 0)
                 cnt += gram_n[w]
     return _chance(c, cnt, p_slot) < TRIGGER_ALPHA
@@ -406,6 +410,10 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     # a form of a slot's name word counts as the word ("low priced", "average prices": priceRange's, not the rating's
     # whose value "low" / "average" they hold)
     name_words_of = {k: set(norm_tokens(property_words(slot_names[k]))) for k in values}
+    words_by2: dict[str, list[str]] = defaultdict(list)  # one-word n-grams by their first two letters
+    for g in gram_n:
+        if " " not in g and g.isalpha():
+            words_by2[g[:2]].append(g)
     owner: dict[str, str] = {}
     for g, cnt in gram_n.items():
         if cnt < min_count:
@@ -499,7 +507,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
             if binary and not negated and not (compat and len(compat) == 1 and covered >= 1 - min_share):
                 # a trigger: the slot is talked about; the polarity is read around it (tested as the matcher reads
                 # it, with its other forms: :func:`_trigger_holds`)
-                if not _trigger_holds(g, key, c, cnt, gram_n, gram_slot, n_slot[key] / n):
+                if not _trigger_holds(g, key, c, cnt, gram_n, gram_slot, n_slot[key] / n, words_by2):
                     continue
                 cands.append((g, None))
                 continue
