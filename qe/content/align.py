@@ -872,8 +872,11 @@ class Matcher:
                     raw.get((key, nv)) or v, tokens, {i for m in matches for i in range(m.start, m.end)})))
         # a value that names a kind ("placetoeat") is stated by any word of that kind, whichever fact that word
         # also realises ("the riverside restaurant" for type=placetoeat and eattype=restaurant)
+        # likewise the usual wordings of an area (:data:`_AREA_WORDINGS`): they realise the MR's value, and are not
+        # read as a value the MR lacks
         for k, vd in enumerate(al.verdicts):
-            kind = _KIND_WORDS.get(norm_value(vd.value)) if vd.status == "omitted" and vd.value else None
+            nv = norm_value(vd.value) if vd.status == "omitted" and vd.value else ""
+            kind = _KIND_WORDS.get(nv) or _AREA_WORDINGS.get(nv.replace(" ", ""))
             hit = next((f for f in kind or () if _find_every(tokens, norm_tokens(f))), None)
             if hit is not None:
                 al.verdicts[k] = Verdict(vd.slot, vd.value, "realised", hit)
@@ -1814,6 +1817,17 @@ _ADDRESS_ABBREVIATIONS = {"street": "st", "avenue": "ave", "boulevard": "blvd", 
 _KIND_WORDS = {"placetoeat": ("place to eat", "places to eat", "restaurant", "restaurants", "pub", "pubs", "bar",
                               "bars", "cafe", "café", "coffee shop", "venue", "eatery", "establishment", "place",
                               "places", "spot", "diner", "bistro", "brasserie")}
+
+
+#: how texts say the two areas E2E and BAGEL share (keyed by the value without spaces: "city centre", "citycentre"):
+#: each realises the MR's value when nothing else did; none is read as a value the MR lacks (:meth:`Matcher.align`)
+_AREA_WORDINGS = {
+    "citycentre": ("centre of town", "centre of the town", "center of town", "center of the town", "centre of the city",
+                   "center of the city", "town centre", "town center", "middle of town", "middle of the town",
+                   "middle of the city", "heart of the city", "heart of town", "downtown"),
+    "riverside": ("by the river", "side of the river", "next to the river", "near the river", "on the river",
+                  "along the river", "river side", "riverfront", "waterfront", "banks of the river"),
+}
 
 
 def _surface_forms(value: str) -> list[list[str]]:

@@ -188,3 +188,16 @@ def test_an_alternative_the_mr_does_not_offer_is_still_invented(sf):
     al = sf.align("inform(name='chenery park',area='hayes valley')", "chenery park is in the hayes valley and glen "
                                                                      "park area")
     assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("area", "glen park")]
+
+
+@pytest.mark.parametrize("mr, text", [
+    ('inform(name="Nanna Mexico",type=placetoeat,area=citycentre)', "Nanna Mexico is a restaurant in the centre of town."),
+    ("name[Cotto], area[riverside]", "Cotto is on the side of the river."),
+])
+def test_the_usual_wordings_of_an_area_realise_it(mr, text):
+    assert {v.status for v in Matcher().align(mr, text).verdicts} == {"realised"}
+
+
+def test_an_area_wording_is_no_value_the_mr_lacks():
+    al = Matcher().align("name[Aromi], eatType[coffee shop]", "Aromi is a coffee shop near the waterfront.")
+    assert al.hallucinated == []
