@@ -36,7 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from qe.core.surface import NUMBER_WORDS, norm_slot, property_words, tokenize
+from qe.core.surface import NUMBER_WORDS, norm_slot, property_words, tok_close, tok_close_strict, tokenize
 
 LEXICON_FORMAT = 1
 #: values of yes/no slots (lower case)
@@ -838,8 +838,6 @@ def _form_of(t: str, w: str) -> bool:
     """``t`` a form of ``w``: near-variants (:func:`~qe.core.surface.tok_close`) or a shared beginning of 4 letters
     or more that is more than half of the longer word (``collaborates`` / ``collaborated``, ``american`` /
     ``america``, ``argentinian`` / ``argentina``, ``english`` / ``england``; not ``bornholm`` / ``born``)."""
-    from qe.core.surface import tok_close
-
     if tok_close(t, w):
         return True
     n = 0
@@ -854,8 +852,6 @@ def _word_form(a: str, b: str) -> bool:
     """Two forms of one word as the matcher reads a trigger (:func:`_form_of`: "kids" / "kid", "children" / "child",
     "allows" / "allow"), both of letters only, not one behind a negating prefix ("unfriendly" is not "friendly"). ``a``
     is the text's word: one shorter than 4 letters is no other form ("all" is not "allow", as in :class:`WordForms`)."""
-    from qe.core.surface import tok_close, tok_close_strict
-
     if not (a.isalpha() and b.isalpha()) or len(a) < 4:
         return False
     return tok_close_strict(a, b) if tok_close(a, b) else _form_of(a, b)
