@@ -1298,8 +1298,8 @@ _COORDINATORS = frozenset({"and", "but"})
 #: the distance given to a value tied by its type alone (a place after a preposition, a demonym; by its head word:
 #: :data:`HEAD_DISTANCE`): any cue of another property nearer takes it
 FALLBACK_DISTANCE, HEAD_DISTANCE = 7.0, 3.0
-_MONTH_NAMES = frozenset("january february march april may june july august september october november december"
-                         .split())
+_MONTH_NAMES_LIST = "january february march april may june july august september october november december".split()
+_MONTH_NAMES = frozenset(_MONTH_NAMES_LIST)
 #: lower-case words that may stand inside a name ("Rio de Janeiro", "Port Authority of New York")
 _NAME_LINKS = frozenset({"of", "de", "del", "da", "di", "do", "dos", "du", "la", "le", "van", "von", "y", "&"})
 #: what ends a sentence for :func:`_sentence_ids` besides a full stop that ends no name or abbreviation
@@ -1381,12 +1381,13 @@ def _entity_spans(tokens: list[str], text: str, others: Iterable[str] = ()) -> l
     return sorted(kept)
 
 
-_MONTH_NAMES_LIST = "january february march april may june july august september october november december".split()
 _WRITTEN_DATE = re.compile(r"^(?:(\d{1,2}) (" + "|".join(_MONTH_NAMES_LIST) + r")|(" + "|".join(_MONTH_NAMES_LIST)
                            + r") (\d{1,2}),?) (\d{4})$")
 #: the short names texts write for two countries: each realises the country (demonyms are read by
 #: :func:`_alias_of`, for the properties a demonym states)
 _SHORT_NAMES = {"united states": ("u.s", "u.s.a", "usa", "america"), "united kingdom": ("uk", "u.k", "britain")}
+#: a country's other names written with capitals ("US", not the pronoun "us"), and its demonyms (:func:`_alias_of`)
+_CASED_NAMES = {"united states": ({"US"}, {"American", "Americans"}), "united kingdom": (set(), {"British"})}
 #: the words that state a literal value another way
 _VALUE_WORDS = {"deceased": ("died", "dead", "passed away")}
 
@@ -1507,8 +1508,7 @@ def _demonym_of(t: _Triple, tokens: list[str], cased: list[str], taken: list[boo
 def _alias_of(t: _Triple, tokens: list[str], cased: list[str], taken: list[bool], consumed: set[int]) -> int | None:
     """Where the output writes a country's other name that needs its capitals ("US") or, for a property a demonym
     states (:data:`DEMONYM_OBJECTS`), its demonym ("American", "British"), outside the MR's names, or None."""
-    forms = {"united states": ({"US"}, {"American", "Americans"}),
-             "united kingdom": (set(), {"British"})}.get(t.o_txt)
+    forms = _CASED_NAMES.get(t.o_txt)
     if forms is None:
         return None
     names, demonyms = forms

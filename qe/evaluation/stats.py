@@ -479,15 +479,25 @@ def perm_both(human, m1, m2, method: str = "pearson", groups=None, n_permutation
                 warnings.simplefilter("ignore")
                 return np.nanmean(vals1, 1) - np.nanmean(vals2, 1)
     delta = float(stat(a[None, :], b[None, :])[0])
+
+    def draws(k: int) -> np.ndarray:
+        swap = rng.random((k, h.size)) < 0.5
+        return stat(np.where(swap, b, a), np.where(swap, a, b))
+
+    return _count_perm_draws(draws, delta, n_permutations, h.size, batch, progress)
+
+
+def _count_perm_draws(draws, delta: float, n_permutations: int, n: int, batch: int | None,
+                      progress: bool) -> "PermResult":
+    """PERM-BOTH's counting: ``draws(k)`` gives the statistic of ``k`` fresh swaps (drawn from the caller's
+    generator, one ``rng.random`` call per batch), in batches of ``batch`` (default: as many as :data:`MAX_DRAW` cells
+    allow for ``n`` outputs); the p-values are the shares at or beyond the observed ``delta``, either way."""
     ge = le = done = 0
-    batch = int(batch) if batch else max(1, min(n_permutations, MAX_DRAW // max(1, h.size)))
-    bar = _draw_bar(n_permutations, h.size, "PERM-BOTH", progress)
+    batch = int(batch) if batch else max(1, min(n_permutations, MAX_DRAW // max(1, n)))
+    bar = _draw_bar(n_permutations, n, "PERM-BOTH", progress)
     while done < n_permutations:
         k = min(batch, n_permutations - done)
-        swap = rng.random((k, h.size)) < 0.5
-        x = np.where(swap, b, a)
-        y = np.where(swap, a, b)
-        d = stat(x, y)
+        d = draws(k)
         ge += int(np.sum(d >= delta - 1e-12))
         le += int(np.sum(d <= delta + 1e-12))
         done += k
@@ -526,24 +536,15 @@ def _perm_both_pearson_sums(h: np.ndarray, a: np.ndarray, b: np.ndarray, n_permu
             return np.clip(sums[:, 0] / np.sqrt(shh * var_n), -1.0, 1.0)
 
     delta = float((r_of(base_a[None, :]) - r_of(base_b[None, :]))[0])
-    ge = le = done = 0
-    batch = int(batch) if batch else max(1, min(n_permutations, MAX_DRAW // n))
-    bar = _draw_bar(n_permutations, n, "PERM-BOTH", progress)
-    while done < n_permutations:
-        k = min(batch, n_permutations - done)
+
+    def draws(k: int) -> np.ndarray:
         swap = rng.random((k, n)) < 0.5
         # one row at a time, each from a fresh array: the sums then do not depend on the batch (a (k, n) @ (n, 3)
         # product may add in another order for another k)
         moved = np.stack([cols @ row.astype(float) for row in swap])
-        d = r_of(base_a + moved) - r_of(base_b - moved)
-        ge += int(np.sum(d >= delta - 1e-12))
-        le += int(np.sum(d <= delta + 1e-12))
-        done += k
-        if bar is not None:
-            bar.update(k)
-    if bar is not None:
-        bar.close()
-    return PermResult(ge / n_permutations, le / n_permutations, delta, n_permutations)
+        return r_of(base_a + moved) - r_of(base_b - moved)
+
+    return _count_perm_draws(draws, delta, n_permutations, n, batch, progress)
 
 
 @dataclass
