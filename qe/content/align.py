@@ -36,7 +36,8 @@ value of a slot it has (not of a slot the MR holds as ``dontcare`` / ``none``: w
 fact's own wording), or (triples) a number the MR does not hold and, with a lexicon that knows how texts state
 triples (``lexicon=webnlg``, :func:`~qe.content.lexicon.mine_triples`), each stretch of words that neither the
 triples' entities nor their properties' usual words explain (``"kind": "words"``; a stretch of one word only when
-some property's texts use it or it is a name: :data:`UNEXPLAINED_MIN_WORDS`). ``repeated`` lists categorical
+some property's texts use it or it is a name: :data:`UNEXPLAINED_MIN_WORDS`; not a word that the texts of the
+triple stated in that sentence alone use: :attr:`~qe.content.lexicon.Lexicon.attested`). ``repeated`` lists categorical
 values stated more often than the MR holds them, in the same words (entity names are not counted: texts name an
 entity again on purpose; a paraphrase of a stated value is not a repetition).
 
@@ -322,6 +323,7 @@ class Matcher:
         self.mr_format = mr_format  #: how MRs are read (auto: detected; qe.core.mr.MR_FORMATS)
         self._prop_forms: dict[str, WordForms] = {}
         self._common_forms: WordForms | None = None
+        self._att: dict[str, frozenset] = {}  #: a property's rarer wordings (:meth:`_attested`)
         self._trig_idx: dict[str, list] | None = None  #: the lexicon's triggers by their first letters (first use)
         self._name_words_cache: dict[str, tuple[str, ...]] = {}  #: a slot's written name -> its content words
         #: per set of category slots: token -> the slots whose name it is a word of (:meth:`_attach`)
@@ -1033,7 +1035,19 @@ class Matcher:
         for i in sorted(foreign_numbers - consumed):
             al.hallucinated.append({"slot": None, "value": tokens[i], "said": raw_tokens(output)[i]})
         if self.lexicon.has_triple_words:
-            al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence, cased))
+            # the sentences that state a triple no other sentence states (its object named there and nowhere else):
+            # a lone word there is that triple's relation said another way
+            once = set()
+            for k in range(n):
+                if status[k] != "realised" or not spans[k]:
+                    continue
+                words = {_decimal_trim(fold(w)) for w in norm_tokens(triples[k].o_txt)
+                         if _NUMBER.match(w) or content_word(fold(w))}
+                sids = {sentence[i] for i, _ in spans[k]} | {
+                    sentence[i] for i, t in enumerate(tokens) if _decimal_trim(fold(t)) in words}
+                if len(sids) == 1:
+                    once |= sids
+            al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence, cased, once))
         return al
 
     def _other_objects(self, triples, pending, tokens, raw, cased, taken, consumed, foreign_numbers, sentence,
@@ -1177,6 +1191,13 @@ class Matcher:
             df = self._df = Counter(w for ws in self.lexicon.properties.values() for w in set(ws))
         return df
 
+    def _attested(self, key: str) -> frozenset:
+        """The rarer wordings of a property (:attr:`~qe.content.lexicon.Lexicon.attested`), as a set."""
+        got = self._att.get(key)
+        if got is None:
+            got = self._att[key] = frozenset(self.lexicon.attested.get(key, ()))
+        return got
+
     def _explained(self, triples):
         if self._common_forms is None:
             self._common_forms = WordForms(self.lexicon.common)
@@ -1193,7 +1214,8 @@ class Matcher:
         return got
 
     def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset(),
-                     sentence: list[int] | None = None, cased: list[str] | None = None) -> list[dict[str, Any]]:
+                     sentence: list[int] | None = None, cased: list[str] | None = None,
+                     stating: set[int] = frozenset()) -> list[dict[str, Any]]:
         """Stretches of the output's words that no triple explains (a lexicon with triple words only,
         :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
         the words texts use for their properties, or of the words common to all such texts. One hallucinated value
@@ -1204,7 +1226,10 @@ class Matcher:
         "born") or it is written with a capital inside a sentence (a name: "born in Errata"; "Having a density of
         ..." is not one): a lone word no property's texts use is a paraphrase or a typo far more often than a fact
         (:data:`UNEXPLAINED_MIN_WORDS`; ``cased``: the output's tokens as written, None when they could not be lined
-        up)."""
+        up). Such a word standing in a sentence of ``stating`` (one that states a triple no other sentence states:
+        its object named there and nowhere else) is that triple's relation said another way when the triple's
+        property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for General Motors" for
+        ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
@@ -1212,11 +1237,15 @@ class Matcher:
         sentence = sentence if sentence is not None else [0] * len(tokens)
         out = []
         for span in unexplained_spans(folded, explained):
-            if len(span) < UNEXPLAINED_MIN_WORDS and not any(
-                    folded[i] in relation_words
-                    or (cased and cased[i][:1].isupper() and i > 0 and tokens[i - 1] not in _SENTENCE_END)
-                    for i in span):
-                continue  # one lone word no property's texts use ("falls in the genre", "houses", a typo): unknown
+            if len(span) < UNEXPLAINED_MIN_WORDS:
+                name = any(cased and cased[i][:1].isupper() and i > 0 and tokens[i - 1] not in _SENTENCE_END
+                           for i in span)
+                if not name and not any(folded[i] in relation_words for i in span):
+                    continue  # one lone word no property's texts use ("falls in the genre", "houses", a typo)
+                if not name and sentence[span[0]] in stating and any(
+                        folded[i] in self._attested(t.key) and folded[i] not in _SIDE_WORDS
+                        for t in triples for i in span):
+                    continue  # in the one sentence that states a triple, a wording its texts use: its relation
             text = " ".join(tokens[span[0]:span[-1] + 1])
             own = {sentence[i] for i in span}
             words = sum(1 for i, t in enumerate(tokens) if sentence[i] in own and content_word(fold(t)))
@@ -1253,6 +1282,8 @@ _SIDES = {"birth": ("born", "birth", "birthplace", "birthday", "native"),
           "death": ("died", "dies", "dying", "death", "dead", "deathplace", "killed", "buried", "passed away"),
           "later": ("succeeded by", "followed by"),
           "earlier": ("preceded by",)}
+#: the one-word cues of every side: a lone one is a relation of its own ("Aarhus Airport was born in Aarhus")
+_SIDE_WORDS = frozenset(c for cues in _SIDES.values() for c in cues if " " not in c)
 _OPPOSITE = {"birth": "death", "death": "birth", "later": "earlier", "earlier": "later"}
 #: properties whose object is a place: a name right after one of :data:`_PLACE_PREPS` may be another object of theirs
 PLACE_PROPERTIES = frozenset({"country", "nationality", "citizenship", "location", "city", "birthplace", "deathplace",
@@ -1452,12 +1483,13 @@ def _inside_other(sp: tuple[int, int], text: str, occ: dict[str, list[tuple[int,
 
 def _sentence_ids(tokens: list[str], taken: list[bool]) -> list[int]:
     """The sentence of each token: a full stop ends one unless it is part of an MR name ("St. Louis") or follows an
-    initial or abbreviation ("D.", "Jr.", "U.S.")."""
+    initial or abbreviation ("D.", "Jr.", "U.S."; a number with a decimal point, "2702.0.", is no abbreviation)."""
     out, sid = [], 0
     for i, t in enumerate(tokens):
         out.append(sid)
         if t in _TRIPLE_SENTENCE_END or (t == "." and not taken[i] and not (
-                i > 0 and ("." in tokens[i - 1] or (len(tokens[i - 1]) <= 2 and tokens[i - 1].isalpha())))):
+                i > 0 and (("." in tokens[i - 1] and not _NUMBER.match(tokens[i - 1]))
+                           or (len(tokens[i - 1]) <= 2 and tokens[i - 1].isalpha())))):
             sid += 1
     return out
 

@@ -186,6 +186,10 @@ class Lexicon:
     properties: dict[str, list[str]] = field(default_factory=dict)
     #: words texts about any triples use beyond the entities' names ("located", "known")
     common: list[str] = field(default_factory=list)
+    #: RDF triples: per property, the words of other properties' lists that at least one of its own texts uses (a
+    #: rarer wording of it: "works" for ``employer``, "falls" for ``genre``); in the one sentence that states a triple
+    #: of that property such a word is its relation said another way, not a relation of its own
+    attested: dict[str, list[str]] = field(default_factory=dict)
 
     def get(self, slot: str) -> SlotLexicon | None:
         return self.slots.get(norm_slot(slot))
@@ -202,6 +206,8 @@ class Lexicon:
         if self.has_triple_words:
             out["properties"] = {k: sorted(v) for k, v in sorted(self.properties.items())}
             out["common"] = sorted(self.common)
+            if self.attested:
+                out["attested"] = {k: sorted(v) for k, v in sorted(self.attested.items())}
         return out
 
     @classmethod
@@ -209,11 +215,14 @@ class Lexicon:
         if not isinstance(d, dict) or d.get("format") != LEXICON_FORMAT or not isinstance(d.get("slots"), dict):
             raise ValueError(f"{where}: not a qe content lexicon (expected a JSON object with format={LEXICON_FORMAT} "
                              "and slots)")
-        props, common = d.get("properties", {}), d.get("common", [])
+        props, common, attested = d.get("properties", {}), d.get("common", []), d.get("attested", {})
         if not isinstance(props, dict) or not all(isinstance(v, list) for v in props.values()) \
                 or not isinstance(common, list):
             raise ValueError(f"{where}: 'properties' must map property names to word lists and 'common' be a list")
-        for what, words in [*((f"'properties', property {k!r}", v) for k, v in props.items()), ("'common'", common)]:
+        if not isinstance(attested, dict) or not all(isinstance(v, list) for v in attested.values()):
+            raise ValueError(f"{where}: 'attested' must map property names to word lists")
+        for what, words in [*((f"'properties', property {k!r}", v) for k, v in props.items()), ("'common'", common),
+                            *((f"'attested', property {k!r}", v) for k, v in attested.items())]:
             bad = next((w for w in words if not isinstance(w, str) or not w.strip()), "ok")
             if bad != "ok":
                 raise ValueError(f"{where}: field {what}: {bad!r} is not a word (a non-empty string)")
@@ -222,7 +231,7 @@ class Lexicon:
             raise ValueError(f"{where}: field 'slots': a slot with an empty name ({empty!r}); name it as the MRs do")
         return cls({k: SlotLexicon.from_dict(v, where, k) for k, v in d["slots"].items()}, d.get("source", str(where)),
                    d.get("settings", {}), {str(k): [str(w) for w in v] for k, v in props.items()},
-                   [str(w) for w in common])
+                   [str(w) for w in common], {str(k): [str(w) for w in v] for k, v in attested.items()})
 
     def save(self, path: str | Path) -> None:
         from qe.core.jsonio import dumps
@@ -248,8 +257,10 @@ class Lexicon:
         # the slots' written names are not part of it (lexicons mined before they were kept keep their checksum)
         d["slots"] = {k: {f: x for f, x in v.items() if f != "name"} for k, v in d["slots"].items()}
         # slot lexicons keep the checksum they had before triple words existed
+        # (and triple lexicons without attested words keep theirs)
         text = json.dumps(d["slots"] if not self.has_triple_words else
-                          {k: d[k] for k in ("slots", "properties", "common")}, sort_keys=True, ensure_ascii=False)
+                          {k: d[k] for k in ("slots", "properties", "common", "attested") if k in d},
+                          sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -938,7 +949,10 @@ def mine_triples(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min
     lifts (``--lifts``, at those thresholds): the same with texts that relate their own entities by a property they do
     not hold counted too; with them 6.0 % of clean references get a false alarm (4.7 % without), 99.9 % of the added
     sentences, 96.9 % of the replaced objects and 70.3 % of the relations (34.0 %) are found. On WebNLG no word is
-    common by that rule: each text's words are explained by its own properties alone."""
+    common by that rule: each text's words are explained by its own properties alone.
+
+    Beside them, per property, the words some property owns that at least one of its own texts uses
+    (:attr:`Lexicon.attested`: a rarer wording of it, read only in the one sentence that states its triple)."""
     return triple_words_lexicon(count_triple_words(pairs, where, mr_format), source=source, min_count=min_count,
                                 min_property_share=min_property_share, min_common_share=min_common_share,
                                 common_lift=common_lift, property_lift=property_lift)
@@ -1037,13 +1051,18 @@ def triple_words_lexicon(counts: TripleWordCounts, *, source: str = "pairs", min
                 and (property_lift is None or share >= property_lift * c.common[w] / c.texts))
 
     props = {p: sorted(w for w, k in c.per_property[p].items() if own(p, w, k)) for p in sorted(c.per_property)}
+    # the rarer wordings: words some property owns that at least one text of this property uses
+    owned = {w for ws in props.values() for w in ws}
+    attested = {p: sorted(w for w in c.per_property[p] if w in owned and w not in set(props[p]))
+                for p in sorted(c.per_property)}
     settings = {"texts": c.texts, "min_count": min_count, "min_property_share": min_property_share,
                 "min_common_share": min_common_share}
     for k, v in (("common_lift", common_lift), ("property_lift", property_lift)):
         if v is not None:
             settings[k] = v
     return Lexicon(source=source, settings=settings, properties={p: w for p, w in props.items() if w},
-                   common=common_words(c, min_count, min_common_share, common_lift))
+                   common=common_words(c, min_count, min_common_share, common_lift),
+                   attested={p: w for p, w in attested.items() if w})
 
 
 def rules_lexicon() -> Lexicon:

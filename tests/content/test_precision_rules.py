@@ -80,6 +80,26 @@ def test_a_lone_unexplained_word_counts_only_as_a_property_word_or_a_name():
     assert words("Addis Ababa City Hall houses the Government of Addis Ababa with Nixon.") == ["nixon"]
 
 
+def test_a_lone_word_in_the_one_sentence_that_states_a_triple_is_its_relation():
+    """A lone property word standing in the only sentence that names a triple's object is that triple's relation
+    said another way ("who works for General Motors" for employer); the same word in a second sentence about an
+    object already stated is a relation of its own, and a birth or death word always is."""
+    m = Matcher(shipped.load("webnlg"))
+    mr = _triples(("AMC_Matador", "designer", "Richard_A._Teague"), ("Richard_A._Teague", "employer", "General_Motors"))
+
+    def words(text):
+        return [h["said"] for h in m.align(mr, text).hallucinated if h.get("kind") == "words"]
+
+    assert words("Richard A. Teague, who works for General Motors, designed the AMC Matador.") == []
+    assert words("Richard A. Teague designed the AMC Matador. He is employed by General Motors. "
+                 "Richard A. Teague works for General Motors.") == ["works"]
+    assert words("Richard A. Teague, who was born in General Motors, designed the AMC Matador.") == ["born"]
+    # a number with a decimal point before a full stop ends its sentence (no abbreviation): two sentences
+    one = _triples(("Aarhus_Airport", "runwayLength", "2702.0"))
+    assert [h["said"] for h in m.align(one, "Aarhus Airport has a runway length of 2702.0. Aarhus Airport plays at "
+                                            "the 2702.0.").hallucinated if h.get("kind") == "words"] == ["plays"]
+
+
 def _triples(*triples):
     import json
 

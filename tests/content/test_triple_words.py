@@ -70,7 +70,11 @@ def test_a_lone_word_counts_only_as_another_propertys_word_or_a_name():
         return [h["said"] for h in m.align(mr, text).hallucinated if h.get("kind") == "words"]
 
     assert words("Alan Bean hails from Wheeler, Texas.") == []
-    assert words("Alan Bean was born in Wheeler, Texas, where he worked.") == ["worked"]
+    assert words("Alan Bean was born in Wheeler, Texas. He worked.") == ["worked"]
+    # a birthPlace text uses "worked" (the one that also states an occupation): in the one sentence that states the
+    # birthPlace triple it is that triple's wording (Lexicon.attested); in another sentence it still counts
+    assert lex.attested == {"birthplace": ["worked"], "occupation": ["born"]}
+    assert words("Alan Bean was born in Wheeler, Texas, where he worked.") == []
     assert words("Alan Bean was born in Wheeler, Texas and walked on the Moon.") == ["walked on the moon"]
     assert words("Alan Bean was born in Wheeler, Texas, with Truly.") == ["truly"]  # a name alone counts
     assert words("Alan Bean was born in Wheeler, Texas. Truly.") == []  # a capital opening a sentence is no name
@@ -272,3 +276,19 @@ def test_the_lift_grid_of_the_triple_words_experiment(tmp_path, monkeypatch, cap
                             + [(_mr(("Elliot_See", "occupation", "Test_pilot")), "Elliot See worked as a test pilot.")] * 2)
     assert tw.false_alarms(airports, sets) == [("born", 1)]
     assert "highest J3" in capsys.readouterr().out
+
+
+def test_attested_words_round_trip_and_leave_older_lexicons_alone(tmp_path):
+    """A triple lexicon's attested words are saved and read back; one without them keeps the checksum it had
+    (written before they existed), and a bad entry names its field and property."""
+    lex = mine_triples(PAIRS, min_count=2, min_property_share=0.5, min_common_share=0.5)
+    assert lex.attested
+    lex.save(tmp_path / "lex.json")
+    back = Lexicon.load(tmp_path / "lex.json")
+    assert back.attested == lex.attested and back.checksum == lex.checksum
+    older = Lexicon.from_dict({k: v for k, v in lex.to_dict().items() if k != "attested"})
+    assert older.attested == {} and older.checksum != lex.checksum
+    assert older.checksum == Lexicon(source="x", properties=lex.properties, common=lex.common).checksum
+    bad = {**lex.to_dict(), "attested": {"birthplace": [None]}}
+    with pytest.raises(ValueError, match="'attested', property 'birthplace'"):
+        Lexicon.from_dict(bad, "lex.json")
