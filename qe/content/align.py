@@ -87,7 +87,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -1037,17 +1037,20 @@ class Matcher:
         if self.lexicon.has_triple_words:
             # the sentences that state a triple no other sentence states (its object named there and nowhere else):
             # a lone word there is that triple's relation said another way
-            once = set()
-            for k in range(n):
-                if status[k] != "realised" or not spans[k]:
-                    continue
-                words = {_decimal_trim(fold(w)) for w in norm_tokens(triples[k].o_txt)
-                         if _NUMBER.match(w) or content_word(fold(w))}
-                sids = {sentence[i] for i, _ in spans[k]} | {
-                    sentence[i] for i, t in enumerate(tokens) if _decimal_trim(fold(t)) in words}
-                if len(sids) == 1:
-                    once |= sids
-            al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence, cased, once))
+            def stating() -> set[int]:  # (only asked when a lone word is found)
+                folded = [_decimal_trim(fold(t)) for t in tokens]
+                once = set()
+                for k in range(n):
+                    if status[k] != "realised" or not spans[k]:
+                        continue
+                    words = {_decimal_trim(fold(w)) for w in norm_tokens(triples[k].o_txt)
+                             if _NUMBER.match(w) or content_word(fold(w))}
+                    sids = {sentence[i] for i, _ in spans[k]} | {sentence[i] for i, t in enumerate(folded) if t in words}
+                    if len(sids) == 1:
+                        once |= sids
+                return once
+
+            al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence, cased, stating))
         return al
 
     def _other_objects(self, triples, pending, tokens, raw, cased, taken, consumed, foreign_numbers, sentence,
@@ -1215,7 +1218,7 @@ class Matcher:
 
     def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset(),
                      sentence: list[int] | None = None, cased: list[str] | None = None,
-                     stating: set[int] = frozenset()) -> list[dict[str, Any]]:
+                     stating: Callable[[], set[int]] | None = None) -> list[dict[str, Any]]:
         """Stretches of the output's words that no triple explains (a lexicon with triple words only,
         :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
         the words texts use for their properties, or of the words common to all such texts. One hallucinated value
@@ -1226,8 +1229,8 @@ class Matcher:
         "born") or it is written with a capital inside a sentence (a name: "born in Errata"; "Having a density of
         ..." is not one): a lone word no property's texts use is a paraphrase or a typo far more often than a fact
         (:data:`UNEXPLAINED_MIN_WORDS`; ``cased``: the output's tokens as written, None when they could not be lined
-        up). Such a word standing in a sentence of ``stating`` (one that states a triple no other sentence states:
-        its object named there and nowhere else) is that triple's relation said another way when the triple's
+        up). Such a word standing in a sentence ``stating()`` returns (one that states a triple no other sentence
+        states: its object named there and nowhere else) is that triple's relation said another way when the triple's
         property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for General Motors" for
         ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
@@ -1236,15 +1239,17 @@ class Matcher:
         relation_words = self._word_df()
         sentence = sentence if sentence is not None else [0] * len(tokens)
         out = []
+        once = None
         for span in unexplained_spans(folded, explained):
             if len(span) < UNEXPLAINED_MIN_WORDS:
                 name = any(cased and cased[i][:1].isupper() and i > 0 and tokens[i - 1] not in _SENTENCE_END
                            for i in span)
                 if not name and not any(folded[i] in relation_words for i in span):
                     continue  # one lone word no property's texts use ("falls in the genre", "houses", a typo)
-                if not name and sentence[span[0]] in stating and any(
+                if not name and stating is not None and any(
                         folded[i] in self._attested(t.key) and folded[i] not in _SIDE_WORDS
-                        for t in triples for i in span):
+                        for t in triples for i in span) and sentence[span[0]] in (
+                            once if once is not None else (once := stating())):
                     continue  # in the one sentence that states a triple, a wording its texts use: its relation
             text = " ".join(tokens[span[0]:span[-1] + 1])
             own = {sentence[i] for i in span}

@@ -286,7 +286,8 @@ class AutoMatcher:
         if got is None:
             lex = None if name is None else self.lexicons()[name]
             got = self._by_name[name] = Matcher(lex, mr_format=self.mr_format)
-        self._used[name or "rules"] = "" if name is None else got.lexicon.checksum
+        if (name or "rules") not in self._used:  # the checksum once per lexicon (it serialises the whole lexicon)
+            self._used[name or "rules"] = "" if name is None else got.lexicon.checksum
         return got
 
     def used(self) -> str:

@@ -155,6 +155,21 @@ def test_auto_reports_invented_facts_only_of_the_chosen_lexicons_slots(no_data):
     assert not {"acceptscreditcards", "dogsallowed"} & {norm_slot(h["slot"]) for h in row["hallucinated"]}
 
 
+def test_auto_reads_each_lexicons_checksum_once(no_data, monkeypatch):
+    """The signature's checksum serialises the whole lexicon: read once per lexicon, not once per output (it was
+    half of the time of a WebNLG run)."""
+    from qe.content.lexicon import Lexicon
+
+    calls = []
+    real = Lexicon.checksum.fget
+    monkeypatch.setattr(Lexicon, "checksum", property(lambda self: calls.append(1) or real(self)))
+    s = CoverageScorer()
+    mrs = ["name[The Eagle], eatType[pub]", "name[Zizzi], eatType[pub]", "name[Zizzi], food[Thai]"]
+    s.details(["The Eagle is a pub.", "Zizzi is a pub.", "Zizzi serves Thai food."], mrs=mrs)
+    assert len(calls) == 1
+    assert s.signature_fields()["lexicon"] == f"auto[e2e:{shipped.load('e2e').checksum}]"
+
+
 def test_an_explicit_lexicon_that_does_not_fit_is_used_with_one_warning(no_data, caplog):
     mrs = ["name[The Eagle], priceRange[cheap]", "name[Zizzi], food[Thai]"]
     outs = ["The Eagle is cheap.", "Zizzi serves Thai food."]
