@@ -30,7 +30,7 @@ import hashlib
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -329,6 +329,45 @@ def _trigger_holds(g: str, key: str, c: int, cnt: int, gram_n: Counter, gram_slo
     return _chance(c, cnt, p_slot) < TRIGGER_ALPHA
 
 
+def split_name(word: str, vocab: Collection[str]) -> list[str] | None:
+    """A slot name written as one word (``pricerange``, ``acceptscreditcards``) as the fewest words of ``vocab`` (2
+    letters or more each) that spell it (``price range``, ``accepts credit cards``); None when it is one word or no
+    such split exists."""
+    n = len(word)
+    best: list[list[str] | None] = [None] * (n + 1)
+    best[0] = []
+    for i in range(2, n + 1):
+        for j in range(max(0, i - 24), i - 1):
+            prev = best[j]
+            if prev is not None and word[j:i] in vocab and (best[i] is None or len(prev) + 1 < len(best[i])):
+                best[i] = prev + [word[j:i]]
+    got = best[n]
+    return got if got is not None and len(got) > 1 else None
+
+
+def name_text(written: str, vocab: Collection[str] = ()) -> str:
+    """A slot's name as words (:func:`~qe.core.surface.property_words`: ``priceRange`` -> ``price range``), a token
+    that ``vocab`` (the words of the texts) lacks split into words it holds (``pricerange`` -> ``price range``)."""
+    out = []
+    for t in norm_tokens(property_words(written)):
+        parts = split_name(t, vocab) if vocab and t not in vocab and t.isalpha() else None
+        out.extend(parts or [t])
+    return " ".join(out)
+
+
+def _inflection_of(w: str, words: set[str]) -> bool:
+    """Whether ``w`` is one of ``words`` or an inflection of one (-s, -es, -d, -ed, -ing; "priced", "prices",
+    "pricing" of "price"): the same word, no other meaning (a derived word such as "pricey" says more)."""
+    if w in words:
+        return True
+    for n in words:
+        if w.startswith(n) and w[len(n):] in ("s", "es", "d", "ed", "ing"):
+            return True
+        if n.endswith("e") and w == n[:-1] + "ing":
+            return True
+    return False
+
+
 def _chance(k: int, n: int, p: float) -> float:
     """P(X >= k) for X ~ Binomial(n, p): how likely ``k`` of ``n`` texts hold a slot that ``p`` of all texts hold."""
     from scipy.stats import binom
@@ -416,6 +455,11 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     # each n-gram belongs to one slot at most: the one it says most about (the highest lift; ties go to a slot whose
     # values hold its words, then to the rarer slot) - so "chinese", frequent in texts whose MR also has an eatType,
     # is food's and not eatType's
+    # the slots' names as words; one written as one word is split into words the texts use ("pricerange": "price",
+    # "range"), for the rule that a category slot's name words are no value words
+    text_words: Counter = Counter(t for _, toks in texts for t in set(toks) if t.isalpha() and len(t) >= 2)
+    vocab = {t for t, k in text_words.items() if k >= 2}
+    named = {k: name_text(slot_names[k], vocab) for k in values}
     value_words = {k: {t for v in values[k] for t in v.split()} | set(norm_tokens(property_words(slot_names[k])))
                    for k in values}
     # a form of a slot's name word counts as the word ("low priced", "average prices": priceRange's, not the rating's
@@ -486,6 +530,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 anchors.add(g)
         own_words = {t for v in checkable for t in v.split()}
         name_words = set(norm_tokens(property_words(slot_names[key])))
+        # its name as the texts spell it (split: "price", "range" of "pricerange"), for the rule below only (as
+        # anchors or other slots' words, split words shared by several slots - "allowed" - misread the slot)
+        split_words = name_words | set(norm_tokens(named[key]))
         cands = []
         for g, cnt in gram_n.items():
             c = gram_slot[g].get(key, 0)
@@ -496,9 +543,10 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                 continue
             if len(words) > 1 and _borrowed(g, key, own_words, others, gram_value, cnt, min_precision):
                 continue
-            if kinds[key] == "category" and not any(w in own_words or (w not in name_words and w not in stop)
-                                                    for w in words):
-                continue  # the slot's name and function words only ("food in the", "rating of"): no value's words
+            if kinds[key] == "category" and not any(w in own_words or (not _inflection_of(w, split_words)
+                                                                       and w not in stop) for w in words):
+                continue  # the slot's name (in any inflection: "priced", "prices") and function words only ("food
+                # in the", "rating of", "is priced"): no value's words
             if all(w not in own_words and (w in stop or w in AUXILIARIES or w in NEGATIONS) for w in words):
                 continue  # function words, auxiliaries and negations only ("does", "does not", "it does" of "does
                 # not allow kids"): no value's words, and the negation is read around the slot's own words

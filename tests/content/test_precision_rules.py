@@ -66,6 +66,50 @@ def test_no_pattern_or_trigger_of_auxiliaries_function_words_and_negations_only(
     assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("kidsallowed", "no")]
 
 
+def _priced_pairs():
+    """SF-style pairs where "priced" stands beside the value moderate far more often than beside cheap ("moderate -ly
+    priced", "moderately priced"), and other texts that say no price."""
+    rows = []
+    for i in range(12):
+        rows.append((f"inform(name='spot {i}';pricerange='moderate')", f"spot {i} is a moderate -ly priced place"))
+        rows.append((f"inform(name='cafe {i}';pricerange='moderate')", f"cafe {i} is moderately priced"))
+        rows.append((f"inform(name='site {i}';pricerange='cheap')", f"site {i} is a cheap place"))
+        rows.append((f"inform(name='bar {i}';pricerange='cheap')", f"bar {i} has a cheap price range"))
+        rows.append((f"inform(name='inn {i}';pricerange='expensive')", f"inn {i} is an expensive place"))
+        rows.append((f"inform(name='room {i}';food='thai')", f"room {i} is a place that serves thai food"))
+    rows.append(("inform(name='hall 1';pricerange='cheap')", "hall 1 is cheap -ly priced"))
+    return rows
+
+
+def test_the_slots_name_in_any_inflection_is_no_value_word():
+    """"priced" (an inflection of pricerange's name word "price", split as the texts write it) says the price is talked about, not which: no
+    pattern of moderate, so "a cheap place, priced for everyone" invents no second value; "moderately" still is one.
+    ("-ly" alone, the SF corpora's way of writing "moderate -ly priced", is still mined: the rule is about names.)"""
+    lex = mine(_priced_pairs(), min_count=3)
+    pats = lex.slots["pricerange"].patterns
+    assert not {"priced", "is priced", "ly priced"} & set(pats)
+    assert "moderately" in pats or "moderately priced" in pats
+    m = Matcher(lex)
+    al = m.align("inform(name='hall 2';pricerange='cheap')", "hall 2 is a cheap place , priced for everyone")
+    assert al.hallucinated == [] and [v.status for v in al.verdicts if v.slot == "pricerange"] == ["realised"]
+    from qe.content.lexicon import _inflection_of
+
+    assert _inflection_of("priced", {"price"}) and _inflection_of("pricing", {"price"})
+    assert not _inflection_of("pricey", {"price"})  # a derived word says more ("a pricey hotel": expensive)
+
+
+def test_a_slot_name_written_as_one_word_is_split_into_the_texts_words():
+    from qe.content.lexicon import name_text, split_name
+
+    vocab = {"price", "range", "accepts", "credit", "cards", "good", "for", "meal", "kids", "allowed", "is"}
+    assert split_name("pricerange", vocab) == ["price", "range"]
+    assert split_name("acceptscreditcards", vocab) == ["accepts", "credit", "cards"]
+    assert split_name("goodformeal", vocab) == ["good", "for", "meal"]
+    assert split_name("price", vocab) is None and split_name("batteryrating", vocab) is None
+    assert name_text("kidsallowed", vocab) == "kids allowed" and name_text("priceRange", vocab) == "price range"
+    assert name_text("pricerange") == "pricerange"  # no texts, no split
+
+
 def test_a_lone_unexplained_word_counts_only_as_a_property_word_or_a_name():
     """With the shipped WebNLG lexicon: "houses the government" (a word no property's texts use) is no hallucinated
     fact; "born" (a birthPlace word) relating the MR's own entities is; so is a name alone."""
