@@ -1037,9 +1037,9 @@ class Matcher:
         if self.lexicon.has_triple_words:
             # the sentences that state a triple no other sentence states (its object named there and nowhere else):
             # a lone word there is that triple's relation said another way
-            def stating() -> set[int]:  # (only asked when a lone word is found)
+            def stating() -> dict[int, set[str]]:  # sentence -> the properties it alone states (asked when needed)
                 folded = [_decimal_trim(fold(t)) for t in tokens]
-                once = set()
+                once: dict[int, set[str]] = {}
                 for k in range(n):
                     if status[k] != "realised" or not spans[k]:
                         continue
@@ -1047,7 +1047,7 @@ class Matcher:
                              if _NUMBER.match(w) or content_word(fold(w))}
                     sids = {sentence[i] for i, _ in spans[k]} | {sentence[i] for i, t in enumerate(folded) if t in words}
                     if len(sids) == 1:
-                        once |= sids
+                        once.setdefault(next(iter(sids)), set()).add(triples[k].key)
                 return once
 
             al.hallucinated.extend(self._unexplained(facts, tokens, consumed, sentence, cased, stating))
@@ -1218,7 +1218,7 @@ class Matcher:
 
     def _unexplained(self, facts, tokens: list[str], skip: set[int] = frozenset(),
                      sentence: list[int] | None = None, cased: list[str] | None = None,
-                     stating: Callable[[], set[int]] | None = None) -> list[dict[str, Any]]:
+                     stating: Callable[[], dict[int, set[str]]] | None = None) -> list[dict[str, Any]]:
         """Stretches of the output's words that no triple explains (a lexicon with triple words only,
         :func:`~qe.content.lexicon.mine_triples`): content words that are not forms of the triples' entity words, of
         the words texts use for their properties, or of the words common to all such texts. One hallucinated value
@@ -1229,9 +1229,9 @@ class Matcher:
         "born") or it is written with a capital inside a sentence (a name: "born in Errata"; "Having a density of
         ..." is not one): a lone word no property's texts use is a paraphrase or a typo far more often than a fact
         (:data:`UNEXPLAINED_MIN_WORDS`; ``cased``: the output's tokens as written, None when they could not be lined
-        up). Such a word standing in a sentence ``stating()`` returns (one that states a triple no other sentence
-        states: its object named there and nowhere else) is that triple's relation said another way when the triple's
-        property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for General Motors" for
+        up). Such a word standing in a sentence that states a triple no other sentence states (its object named there
+        and nowhere else; ``stating()``: sentence -> those triples' properties) is that triple's relation said another
+        way when the triple's property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for General Motors" for
         ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
@@ -1246,11 +1246,11 @@ class Matcher:
                            for i in span)
                 if not name and not any(folded[i] in relation_words for i in span):
                     continue  # one lone word no property's texts use ("falls in the genre", "houses", a typo)
-                if not name and stating is not None and any(
-                        folded[i] in self._attested(t.key) and folded[i] not in _SIDE_WORDS
-                        for t in triples for i in span) and sentence[span[0]] in (
-                            once if once is not None else (once := stating())):
-                    continue  # in the one sentence that states a triple, a wording its texts use: its relation
+                if not name and stating is not None and not any(folded[i] in _SIDE_WORDS for i in span):
+                    if once is None:
+                        once = stating()
+                    if any(folded[i] in self._attested(key) for key in once.get(sentence[span[0]], ()) for i in span):
+                        continue  # in the one sentence that states a triple, a wording its property's texts use
             text = " ".join(tokens[span[0]:span[-1] + 1])
             own = {sentence[i] for i in span}
             words = sum(1 for i, t in enumerate(tokens) if sentence[i] in own and content_word(fold(t)))
