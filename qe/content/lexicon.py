@@ -452,14 +452,14 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
                     gram_value[(g, key)][v] += 1
     lex = Lexicon(source=source, settings={"min_count": min_count, "min_precision": min_precision,
                                            "min_share": min_share, "max_n": max_n, "texts": n})
-    # each n-gram belongs to one slot at most: the one it says most about (the highest lift; ties go to a slot whose
-    # values hold its words, then to the rarer slot) - so "chinese", frequent in texts whose MR also has an eatType,
-    # is food's and not eatType's
     # the slots' names as words; one written as one word is split into words the texts use ("pricerange": "price",
     # "range"), for the rule that a category slot's name words are no value words
     text_words: Counter = Counter(t for _, toks in texts for t in set(toks) if t.isalpha() and len(t) >= 2)
     vocab = {t for t, k in text_words.items() if k >= 2}
     named = {k: name_text(slot_names[k], vocab) for k in values}
+    # each n-gram belongs to one slot at most: the one it says most about (the highest lift; ties go to a slot whose
+    # values hold its words, then to the rarer slot) - so "chinese", frequent in texts whose MR also has an eatType,
+    # is food's and not eatType's
     value_words = {k: {t for v in values[k] for t in v.split()} | set(norm_tokens(property_words(slot_names[k])))
                    for k in values}
     # a form of a slot's name word counts as the word ("low priced", "average prices": priceRange's, not the rating's
