@@ -58,7 +58,7 @@ PROVENANCE: dict[str, dict[str, str]] = {
                "upstream": "github.com/WebNLG/challenge-2020 @ f48f34ccba00b6d8e546f322031734cc9288b33f, data/en/train "
                            "(packed as train.tar.xz)",
                "reads": "every reference marked good of each training entry (the words texts use for each "
-                        "property)",
+                        "property, and the rarer ones some of its texts use: `attested`)",
                "licence": "CC BY-NC-SA 4.0 (the WebNLG corpus: non-commercial, share-alike)"},
 }
 
