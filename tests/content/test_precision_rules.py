@@ -140,8 +140,9 @@ def test_a_lone_word_in_the_one_sentence_that_states_a_triple_is_its_relation():
     assert words("Richard A. Teague, who was born in General Motors, designed the AMC Matador.") == ["born"]
     # a number with a decimal point before a full stop ends its sentence (no abbreviation): two sentences
     one = _triples(("Aarhus_Airport", "runwayLength", "2702.0"))
-    assert [h["said"] for h in m.align(one, "Aarhus Airport has a runway length of 2702.0. Aarhus Airport plays at "
-                                            "the 2702.0.").hallucinated if h.get("kind") == "words"] == ["plays"]
+    text = "Aarhus Airport has a runway length of 2702.0. Aarhus Airport is managed at the 2702.0."
+    assert "managed" in m.lexicon.attested["runwaylength"]  # a rarer wording: explained in a sentence stating it alone
+    assert [h["said"] for h in m.align(one, text).hallucinated if h.get("kind") == "words"] == ["managed"]
 
 
 def _triples(*triples):
