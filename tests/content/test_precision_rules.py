@@ -37,14 +37,18 @@ def test_the_same_words_invent_a_fact_when_the_mr_lacks_the_slot(sf):
     assert all(h["slot"] != "dogsallowed" or h["value"] != "yes" for h in al.hallucinated)
 
 
+def _repeat(n, *templates):
+    """``n`` copies of each (MR, text) template pair, ``{i}`` filled with the copy's number (a distinct name)."""
+    return [(mr.format(i=i), text.format(i=i)) for i in range(n) for mr, text in templates]
+
+
+_THAI = ("inform(name='room {i}';food='thai')", "room {i} is a place that serves thai food")
+
+
 def _kids_pairs():
-    rows = []
-    for i in range(40):
-        rows.append((f"inform(name='place {i}';kidsallowed='no')", f"place {i} does not allow kids"))
-        rows.append((f"inform(name='spot {i}';kidsallowed='no')", f"spot {i} is a place that does not allow kids"))
-        rows.append((f"inform(name='site {i}';kidsallowed='yes')", f"site {i} allows kids"))
-        rows.append((f"inform(name='room {i}';food='thai')", f"room {i} is a place that serves thai food"))
-    return rows
+    return _repeat(40, ("inform(name='place {i}';kidsallowed='no')", "place {i} does not allow kids"),
+                   ("inform(name='spot {i}';kidsallowed='no')", "spot {i} is a place that does not allow kids"),
+                   ("inform(name='site {i}';kidsallowed='yes')", "site {i} allows kids"), _THAI)
 
 
 def test_no_pattern_or_trigger_of_auxiliaries_function_words_and_negations_only():
@@ -69,16 +73,12 @@ def test_no_pattern_or_trigger_of_auxiliaries_function_words_and_negations_only(
 def _priced_pairs():
     """SF-style pairs where "priced" stands beside the value moderate far more often than beside cheap ("moderate -ly
     priced", "moderately priced"), and other texts that say no price."""
-    rows = []
-    for i in range(12):
-        rows.append((f"inform(name='spot {i}';pricerange='moderate')", f"spot {i} is a moderate -ly priced place"))
-        rows.append((f"inform(name='cafe {i}';pricerange='moderate')", f"cafe {i} is moderately priced"))
-        rows.append((f"inform(name='site {i}';pricerange='cheap')", f"site {i} is a cheap place"))
-        rows.append((f"inform(name='bar {i}';pricerange='cheap')", f"bar {i} has a cheap price range"))
-        rows.append((f"inform(name='inn {i}';pricerange='expensive')", f"inn {i} is an expensive place"))
-        rows.append((f"inform(name='room {i}';food='thai')", f"room {i} is a place that serves thai food"))
-    rows.append(("inform(name='hall 1';pricerange='cheap')", "hall 1 is cheap -ly priced"))
-    return rows
+    return _repeat(12, ("inform(name='spot {i}';pricerange='moderate')", "spot {i} is a moderate -ly priced place"),
+                   ("inform(name='cafe {i}';pricerange='moderate')", "cafe {i} is moderately priced"),
+                   ("inform(name='site {i}';pricerange='cheap')", "site {i} is a cheap place"),
+                   ("inform(name='bar {i}';pricerange='cheap')", "bar {i} has a cheap price range"),
+                   ("inform(name='inn {i}';pricerange='expensive')", "inn {i} is an expensive place"), _THAI) + [
+        ("inform(name='hall 1';pricerange='cheap')", "hall 1 is cheap -ly priced")]
 
 
 def test_the_slots_name_in_any_inflection_is_no_value_word():
