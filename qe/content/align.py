@@ -1045,7 +1045,8 @@ class Matcher:
                         continue
                     words = {_decimal_trim(fold(w)) for w in norm_tokens(triples[k].o_txt)
                              if _NUMBER.match(w) or content_word(fold(w))}
-                    sids = {sentence[i] for i, _ in spans[k]} | {sentence[i] for i, t in enumerate(folded) if t in words}
+                    sids = {sentence[i] for i, _ in spans[k]}
+                    sids |= {sentence[i] for i, t in enumerate(folded) if t in words}
                     if len(sids) == 1:
                         once.setdefault(next(iter(sids)), set()).add(triples[k].key)
                 return once
@@ -1231,8 +1232,8 @@ class Matcher:
         (:data:`UNEXPLAINED_MIN_WORDS`; ``cased``: the output's tokens as written, None when they could not be lined
         up). Such a word standing in a sentence that states a triple no other sentence states (its object named there
         and nowhere else; ``stating()``: sentence -> those triples' properties) is that triple's relation said another
-        way when the triple's property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for General Motors" for
-        ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
+        way when the triple's property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for
+        General Motors" for ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]

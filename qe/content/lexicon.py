@@ -1101,8 +1101,7 @@ def triple_words_lexicon(counts: TripleWordCounts, *, source: str = "pairs", min
     props = {p: sorted(w for w, k in c.per_property[p].items() if own(p, w, k)) for p in sorted(c.per_property)}
     # the rarer wordings: words some property owns that at least one text of this property uses
     owned = {w for ws in props.values() for w in ws}
-    attested = {p: sorted(w for w in c.per_property[p] if w in owned and w not in set(props[p]))
-                for p in sorted(c.per_property)}
+    attested = {p: sorted(c.per_property[p].keys() & owned - set(props[p])) for p in sorted(c.per_property)}
     settings = {"texts": c.texts, "min_count": min_count, "min_property_share": min_property_share,
                 "min_common_share": min_common_share}
     for k, v in (("common_lift", common_lift), ("property_lift", property_lift)):

@@ -82,8 +82,9 @@ def _priced_pairs():
 
 
 def test_the_slots_name_in_any_inflection_is_no_value_word():
-    """"priced" (an inflection of pricerange's name word "price", split as the texts write it) says the price is talked about, not which: no
-    pattern of moderate, so "a cheap place, priced for everyone" invents no second value; "moderately" still is one.
+    """"priced" (an inflection of pricerange's name word "price", split as the texts write it) says the price is
+    talked about, not which: no pattern of moderate, so "a cheap place, priced for everyone" invents no second value;
+    "moderately" still is one.
     ("-ly" alone, the SF corpora's way of writing "moderate -ly priced", is still mined: the rule is about names.)"""
     lex = mine(_priced_pairs(), min_count=3)
     pats = lex.slots["pricerange"].patterns
