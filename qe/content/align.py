@@ -941,6 +941,7 @@ class Matcher:
 
     # ------------------------------------------------------------------------------------------ triples
     def _align_triples(self, facts, output: str) -> Alignment:
+        output = expand_abbreviations(output)
         tokens = norm_tokens(output)
         cased = _cased_tokens(output, tokens)
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
@@ -1252,12 +1253,24 @@ class Matcher:
                         once = stating()
                     if any(folded[i] in self._attested(key) for key in once.get(sentence[span[0]], ()) for i in span):
                         continue  # in the one sentence that states a triple, a wording its property's texts use
+                if not name and self._adverb(span[0], tokens, cased, sentence):
+                    continue  # "originally drafted", "approximately $556 million": how, not what
             text = " ".join(tokens[span[0]:span[-1] + 1])
             own = {sentence[i] for i in span}
             words = sum(1 for i, t in enumerate(tokens) if sentence[i] in own and content_word(fold(t)))
             out.append(Said({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"},
                             extent=min(1.0, len(span) / max(words, 1))))
         return out
+
+
+    def _adverb(self, i: int, tokens: list[str], cased: list[str] | None, sentence: list[int]) -> bool:
+        """Whether the dependency parse of its sentence makes token ``i`` an adverbial modifier (``advmod``:
+        "originally", "additionally", "approximately"): it says how or when a clause holds, not a fact of its own.
+        False without a parser."""
+        own = [k for k in range(len(tokens)) if sentence[k] == sentence[i]]
+        words = cased if cased is not None else tokens
+        parse = self._parse(tuple(words[k] for k in own))
+        return parse is not None and parse[1][own.index(i)] == "advmod"
 
 
 import difflib  # noqa: E402  (the triples' helpers below)
@@ -1337,6 +1350,20 @@ _COORDINATORS = frozenset({"and", "but"})
 FALLBACK_DISTANCE, HEAD_DISTANCE = 7.0, 3.0
 _MONTH_NAMES_LIST = "january february march april may june july august september october november december".split()
 _MONTH_NAMES = frozenset(_MONTH_NAMES_LIST)
+#: abbreviations before a number: a month's, with or without a full stop ("Sept. 27, 2003", "Dec 2016"), and "No."
+#: for number ("ISSN No. 1588-2632"; "no 5" is left as it is); :func:`expand_abbreviations`
+_ABBREVIATIONS = {**{m[:3]: m.capitalize() for m in _MONTH_NAMES_LIST if m != "may"}, "sept": "September",
+                  "no": "number"}
+_ABBREVIATED = re.compile(r"\b(?:(" + "|".join(sorted(set(_ABBREVIATIONS) - {"no"}, key=len, reverse=True))
+                          + r")\.?|(no)\.)(?=\s*\d)", re.IGNORECASE)
+
+
+def expand_abbreviations(text: str) -> str:
+    """The abbreviations of :data:`_ABBREVIATED` written out where a number follows them: "Sept. 27, 2003" ->
+    "September 27, 2003", "LCCN No. 83646315" -> "LCCN number 83646315". Written short, the month is no month name
+    (the date it begins is not found, and the word counts as one no triple explains), its full stop ends the
+    sentence, and "No." reads as the word no."""
+    return _ABBREVIATED.sub(lambda m: _ABBREVIATIONS[(m.group(1) or m.group(2)).lower()], text)
 #: lower-case words that may stand inside a name ("Rio de Janeiro", "Port Authority of New York")
 _NAME_LINKS = frozenset({"of", "de", "del", "da", "di", "do", "dos", "du", "la", "le", "van", "von", "y", "&"})
 #: what ends a sentence for :func:`_sentence_ids` besides a full stop that ends no name or abbreviation

@@ -150,6 +150,53 @@ def test_a_lone_word_in_the_one_sentence_that_states_a_triple_is_its_relation():
     assert [h["said"] for h in m.align(one, text).hallucinated if h.get("kind") == "words"] == ["managed"]
 
 
+def test_a_lone_adverb_is_no_invented_fact():
+    """A lone word the dependency parse makes an adverbial modifier ("originally drafted", "approximately $556
+    million") says how or when, not a fact no triple holds; a lone noun in the same place still counts."""
+    m = Matcher(shipped.load("webnlg"))
+
+    def words(mr, text):
+        return [h["said"] for h in m.align(mr, text).hallucinated if h.get("kind") == "words"]
+
+    drafted = _triples(("Adam_McQuaid", "draftTeam", "Columbus_Blue_Jackets"))
+    assert words(drafted, "Adam McQuaid was originally drafted by the Columbus Blue Jackets.") == []
+    assert words(drafted, "Adam McQuaid was drafted by the Columbus Blue Jackets in addition.") == ["addition"]
+    income = _triples(("Trane", "netIncome", "556300000"))
+    assert words(income, "Trane has a net income of approximately $556,300,000.") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Its last flight was on Sept. 27, 2003.", "Its last flight was on September 27, 2003."),
+    ("an epoch of Dec 31, 2006.", "an epoch of December 31, 2006."),
+    ("on 5 Jan. 2004", "on 5 January 2004"),
+    ("LCCN No. 83646315 and ISSN no. 1588-2632", "LCCN number 83646315 and ISSN number 1588-2632"),
+    ("there are no 5 star places", "there are no 5 star places"),  # "no" without its full stop is the word no
+    ("He said No. That is all. Janet 5", "He said No. That is all. Janet 5"),  # no number after them
+])
+def test_abbreviations_before_a_number_are_written_out(text, expected):
+    from qe.content.align import expand_abbreviations
+
+    assert expand_abbreviations(text) == expected
+
+
+def test_an_abbreviated_month_or_number_states_its_triple_and_invents_nothing():
+    """"Sept. 27, 2003" states ``2003-09-27`` (written short, the month's full stop also ended the sentence and
+    "sept" was a word no triple explains); "LCCN No. 83646315" invents no "no"; a wrong year in an abbreviated date
+    is one wrong verdict."""
+    m = Matcher(shipped.load("webnlg"))
+    flight = _triples(("Ariane_5", "finalFlight", "2003-09-27"))
+    for text in ("The Ariane 5's last flight was on Sept. 27, 2003.", "The Ariane 5's last flight was on 27 Sept 2003."):
+        al = m.align(flight, text)
+        assert [v.status for v in al.verdicts] == ["realised"] and al.hallucinated == [], text
+    numbers = _triples(("Acta_Mathematica_Hungarica", "LCCN_number", "83646315"),
+                       ("Acta_Mathematica_Hungarica", "issnNumber", '"1588-2632"'))
+    al = m.align(numbers, "Acta Mathematica Hungarica has LCCN No. 83646315 and ISSN No. 1588-2632.")
+    assert [v.status for v in al.verdicts] == ["realised", "realised"] and al.hallucinated == []
+    epoch = _triples(("1097_Vicia", "epoch", "2006-12-31"))
+    al = m.align(epoch, "1097 Vicia has an epoch date of Dec. 31, 2016.")
+    assert [(v.status, v.said) for v in al.verdicts] == [("wrong", "2016")] and al.hallucinated == []
+
+
 def _triples(*triples):
     import json
 
