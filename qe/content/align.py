@@ -1234,7 +1234,8 @@ class Matcher:
         up). Such a word standing in a sentence that states a triple no other sentence states (its object named there
         and nowhere else; ``stating()``: sentence -> those triples' properties) is that triple's relation said another
         way when the triple's property's texts use it (:attr:`~qe.content.lexicon.Lexicon.attested`: "who works for
-        General Motors" for ``employer``), unless it is a birth or death word (:data:`_SIDES`)."""
+        General Motors" for ``employer``), unless it is a birth or death word (:data:`_SIDES`). A lone word the
+        dependency parse makes an adverbial modifier is none either (:meth:`_adverb`: "was originally drafted")."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
