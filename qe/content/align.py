@@ -1206,7 +1206,8 @@ class Matcher:
     def _explained(self, triples):
         if self._common_forms is None:
             self._common_forms = WordForms(self.lexicon.common)
-        ents = WordForms(entity_words([x for t in triples for x in (t.subj, t.obj)]))
+        ents = WordForms(entity_words([x for t in triples for x in (t.subj, t.obj)])
+                         | shorthands([x for t in triples for x in (t.s_txt, t.o_txt)])[0])
         props = [self._property_forms(p) for p in dict.fromkeys(t.prop for t in triples)]
         return lambda t: t in ents or t in self._common_forms or any(t in f for f in props)
 
@@ -1384,6 +1385,42 @@ def _cased_tokens(output: str, tokens: list[str]) -> list[str] | None:
     return cased
 
 
+#: Roman numerals after the first word of a name ("World War II", "Felipe VI of Spain"), as numbers; not the one-letter
+#: ones ("Malcolm X", "Aston Martin V")
+_ROMAN = {r: str(k) for k, r in enumerate("i ii iii iv v vi vii viii ix x xi xii xiii xiv xv xvi xvii xviii xix xx".split(), 1)
+          if len(r) > 1}
+_LETTERS_DIGITS = re.compile(r"\d+|[^\W\d_]+")
+
+
+def shorthands(entities: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Shorter ways texts write the MR's entities (entity texts, :func:`~qe.core.surface.entity_text`): words that
+    state nothing new, and numbers the MR holds. Words: the initials of a name's words outside its links, from the
+    first word on, two letters or more ("obe" for Order of the British Empire, "mp" for Member of Parliament for
+    Gravesham, "gd" for General Dynamics); two neighbouring words joined ("lacrosse" for La Crosse); the parts of a
+    word that joins letters and digits ("arena" for 3Arena). Numbers: those parts' digits ("3"), and the number of a
+    Roman numeral after a name's first word ("2" for World War II: "world war 2"). Read only to decide what no triple
+    explains: none of them realises a triple."""
+    words: set[str] = set()
+    numbers: set[str] = set()
+    for x in entities:
+        toks = [fold(t) for t in norm_tokens(x) if t.isalnum()]
+        heads = [t for t in toks if t not in _NAME_LINKS and t not in ("and", "for", "the", "in", "at", "on")]
+        initials = "".join(t[0] for t in heads if t.isalpha())
+        if len(heads) >= 2 and len(initials) == len(heads):
+            words |= {initials[:k] for k in range(2, len(initials) + 1)}
+        if len(heads) >= 3 and heads[-1] in _ROMAN and all(t.isalpha() for t in heads):  # "wwii" for World War II
+            words.add("".join(t[0] for t in heads[:-1]) + heads[-1])
+        words |= {a + b for a, b in zip(toks, toks[1:]) if a.isalpha() and b.isalpha()}
+        for k, t in enumerate(toks):
+            parts = _LETTERS_DIGITS.findall(t)
+            if len(parts) > 1:
+                words |= {p for p in parts if not p.isdigit()}
+                numbers |= {str(int(p)) for p in parts if p.isdigit()}
+            if k > 0 and t in _ROMAN:
+                numbers.add(_ROMAN[t])
+    return words, numbers
+
+
 def _triple_numbers(triples: list[_Triple]) -> tuple[set[str], set[tuple[str, str]]]:
     """The numbers the triples hold, and (month number, year) of their ISO dates. An ISO date's numbers are those of
     its written forms (day and year), and its month's number where it is written in one numeric date with the year
@@ -1397,6 +1434,7 @@ def _triple_numbers(triples: list[_Triple]) -> tuple[set[str], set[tuple[str, st
         for var in entity_variants(t.o_txt):
             mr_numbers |= {tok for tok in var if _NUMBER.match(tok)}
         mr_numbers |= {m.group(1)[:2] + m.group(2) for x in xs for m in _SEASON.finditer(x)}
+        mr_numbers |= shorthands(xs)[1]
         months |= {(str(int(m.group(2))), m.group(1)) for x in xs for m in [_ISO_DATE.match(x)] if m}
     return mr_numbers, months
 

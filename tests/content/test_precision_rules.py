@@ -197,6 +197,32 @@ def test_an_abbreviated_month_or_number_states_its_triple_and_invents_nothing():
     assert [(v.status, v.said) for v in al.verdicts] == [("wrong", "2016")] and al.hallucinated == []
 
 
+def test_shorthands_of_the_mrs_entities():
+    from qe.content.align import shorthands
+
+    words, numbers = shorthands(["order of the british empire", "member of parliament for gravesham", "la crosse",
+                                 "3arena", "world war ii", "malcolm x"])
+    assert {"obe", "mp", "lacrosse", "arena", "wwii"} <= words
+    assert numbers == {"3", "2"}  # "x" of Malcolm X is a letter, not ten
+
+
+def test_a_shorthand_of_an_mr_entity_invents_nothing():
+    """Initials ("OBE", "MP"), a Roman numeral written as a number ("world war 2") and a name split at its digits
+    ("3 Arena") are the MR's own entities written short; a word or number the MR does not hold still counts."""
+    m = Matcher(shipped.load("webnlg"))
+
+    def said(mr, text):
+        return [h["said"] for h in m.align(mr, text).hallucinated]
+
+    neave = _triples(("Airey_Neave", "award", "Order_of_the_British_Empire"), ("Airey_Neave", "battle", "World_War_II"))
+    assert said(neave, "Airey Neave OBE fought in world war 2.") == []
+    arena = _triples(("3Arena", "owner", "Live_Nation_Entertainment"))
+    assert said(arena, "3 Arena is owned by Live Nation Entertainment.") == []
+    assert said(arena, "3 Arena is owned by Live Nation Entertainment, which has 7 Oscars.") == ["7", "oscars"]
+    office = _triples(("Adam_Holloway", "office", "Member_of_Parliament_for_Gravesham"))
+    assert said(office, "Adam Holloway was a MP for Gravesham.") == []
+
+
 def _triples(*triples):
     import json
 
