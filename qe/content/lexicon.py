@@ -907,13 +907,26 @@ def _form_of(t: str, w: str) -> bool:
     return n >= 4 and 2 * n > max(len(t), len(w))
 
 
+#: the endings by which two forms of one word may differ past their shared beginning (:func:`_word_form`:
+#: "families" / "family", "welcoming" / "welcome", "children" / "child", "location" / "located")
+INFLECTIONS = frozenset({"", "e", "s", "es", "d", "ed", "ing", "y", "ies", "ied", "ren", "er", "ers", "ion", "ions"})
+
+
 def _word_form(a: str, b: str) -> bool:
     """Two forms of one word as the matcher reads a trigger (:func:`_form_of`: "kids" / "kid", "children" / "child",
     "allows" / "allow"), both of letters only, not one behind a negating prefix ("unfriendly" is not "friendly"). ``a``
-    is the text's word: one shorter than 4 letters is no other form ("all" is not "allow", as in :class:`WordForms`)."""
+    is the text's word: one shorter than 4 letters is no other form ("all" is not "allow", as in :class:`WordForms`).
+    Two words that are no near-variants (:func:`~qe.core.surface.tok_close`) but share a long beginning must differ
+    past it by :data:`INFLECTIONS` alone: "familiar" is no form of "family", "friends" none of "friendly", "interest"
+    none of "internet", "childless" none of "child"."""
     if not (a.isalpha() and b.isalpha()) or len(a) < 4:
         return False
-    return tok_close_strict(a, b) if tok_close(a, b) else _form_of(a, b)
+    if tok_close(a, b):
+        return tok_close_strict(a, b)
+    if not _form_of(a, b):
+        return False
+    n = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return a[n:] in INFLECTIONS and b[n:] in INFLECTIONS
 
 
 class WordForms:

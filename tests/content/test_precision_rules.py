@@ -223,6 +223,30 @@ def test_a_shorthand_of_an_mr_entity_invents_nothing():
     assert said(office, "Adam Holloway was a MP for Gravesham.") == []
 
 
+@pytest.mark.parametrize("word, trigger, same", [
+    ("children", "child", True), ("families", "family", True), ("welcoming", "welcome", True),
+    ("allows", "allowed", True), ("location", "located", True),
+    ("familiar", "family", False), ("friends", "friendly", False), ("interest", "internet", False),
+    ("childless", "child", False),
+])
+def test_a_trigger_is_read_in_its_inflections_not_in_words_that_share_its_beginning(word, trigger, same):
+    from qe.content.lexicon import _word_form
+
+    assert _word_form(word, trigger) is same
+
+
+def test_a_word_sharing_a_triggers_beginning_invents_nothing():
+    """"a familiar place" says nothing of families (E2E), "may interest you" nothing of the internet (SF); a form
+    of the trigger still does."""
+    e2e, sf = Matcher(shipped.load("e2e")), Matcher(shipped.load("sf"))
+    mr = "name[The Punter], eatType[coffee shop], near[Café Sicilia]"
+    assert e2e.align(mr, "The Punter is a coffee shop near Café Sicilia and a familiar place.").hallucinated == []
+    got = e2e.align(mr, "The Punter is a coffee shop near Café Sicilia, welcoming families.").hallucinated
+    assert [(h["slot"], h["value"]) for h in got] == [("familyFriendly", "yes")]
+    assert sf.align("inform(name='piperade',food='spanish')",
+                    "there is a spanish restaurant called piperade that may interest you").hallucinated == []
+
+
 def _triples(*triples):
     import json
 
