@@ -339,7 +339,8 @@ def split_name(word: str, vocab: Collection[str]) -> list[str] | None:
     for i in range(2, n + 1):
         for j in range(max(0, i - 24), i - 1):
             prev = best[j]
-            if prev is not None and word[j:i] in vocab and (best[i] is None or len(prev) + 1 < len(best[i])):
+            if prev is not None and i - j < n and word[j:i] in vocab and (
+                    best[i] is None or len(prev) + 1 < len(best[i])):
                 best[i] = prev + [word[j:i]]
     got = best[n]
     return got if got is not None and len(got) > 1 else None
@@ -347,10 +348,11 @@ def split_name(word: str, vocab: Collection[str]) -> list[str] | None:
 
 def name_text(written: str, vocab: Collection[str] = ()) -> str:
     """A slot's name as words (:func:`~qe.core.surface.property_words`: ``priceRange`` -> ``price range``), a token
-    that ``vocab`` (the words of the texts) lacks split into words it holds (``pricerange`` -> ``price range``)."""
+    split into words ``vocab`` (the words of the texts) holds (``pricerange`` -> ``price range``), also where the
+    texts write the name as one word too (BAGEL's references: "pricerange" 6 times, "price" 46)."""
     out = []
     for t in norm_tokens(property_words(written)):
-        parts = split_name(t, vocab) if vocab and t not in vocab and t.isalpha() else None
+        parts = split_name(t, vocab) if vocab and t.isalpha() else None
         out.extend(parts or [t])
     return " ".join(out)
 

@@ -109,6 +109,18 @@ def test_a_slot_name_written_as_one_word_is_split_into_the_texts_words():
     assert split_name("price", vocab) is None and split_name("batteryrating", vocab) is None
     assert name_text("kidsallowed", vocab) == "kids allowed" and name_text("priceRange", vocab) == "price range"
     assert name_text("pricerange") == "pricerange"  # no texts, no split
+    # texts that also write the name as one word (BAGEL's references: "pricerange" 6 times, "price" 46)
+    assert split_name("pricerange", vocab | {"pricerange"}) == ["price", "range"]
+    assert name_text("pricerange", vocab | {"pricerange"}) == "price range"
+
+
+def test_a_slots_name_is_no_value_word_where_texts_also_write_it_as_one_word():
+    """The BAGEL way: "priced" stands beside moderate, and two texts write the slot's name as one word; "priced" is
+    still the name's inflection, no pattern of moderate."""
+    pairs = _priced_pairs() + [("inform(name='den 1';pricerange='cheap')", "den 1 has a cheap pricerange"),
+                               ("inform(name='den 2';pricerange='cheap')", "den 2 has a cheap pricerange")]
+    pats = mine(pairs, min_count=3).slots["pricerange"].patterns
+    assert not {"priced", "is priced", "ly priced"} & set(pats)
 
 
 def test_a_lone_unexplained_word_counts_only_as_a_property_word_or_a_name():
