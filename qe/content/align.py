@@ -1264,7 +1264,6 @@ class Matcher:
                             extent=min(1.0, len(span) / max(words, 1))))
         return out
 
-
     def _adverb(self, i: int, tokens: list[str], cased: list[str] | None, sentence: list[int]) -> bool:
         """Whether the dependency parse of its sentence makes token ``i`` an adverbial modifier (``advmod``:
         "originally", "additionally", "approximately"): it says how or when a clause holds, not a fact of its own.
@@ -1366,6 +1365,8 @@ def expand_abbreviations(text: str) -> str:
     (the date it begins is not found, and the word counts as one no triple explains), its full stop ends the
     sentence, and "No." reads as the word no."""
     return _ABBREVIATED.sub(lambda m: _ABBREVIATIONS[(m.group(1) or m.group(2)).lower()], text)
+
+
 #: lower-case words that may stand inside a name ("Rio de Janeiro", "Port Authority of New York")
 _NAME_LINKS = frozenset({"of", "de", "del", "da", "di", "do", "dos", "du", "la", "le", "van", "von", "y", "&"})
 #: what ends a sentence for :func:`_sentence_ids` besides a full stop that ends no name or abbreviation
@@ -1387,8 +1388,8 @@ def _cased_tokens(output: str, tokens: list[str]) -> list[str] | None:
 
 #: Roman numerals after the first word of a name ("World War II", "Felipe VI of Spain"), as numbers; not the one-letter
 #: ones ("Malcolm X", "Aston Martin V")
-_ROMAN = {r: str(k) for k, r in enumerate("i ii iii iv v vi vii viii ix x xi xii xiii xiv xv xvi xvii xviii xix xx".split(), 1)
-          if len(r) > 1}
+_ROMAN = {r: str(k) for k, r in enumerate(
+    "i ii iii iv v vi vii viii ix x xi xii xiii xiv xv xvi xvii xviii xix xx".split(), 1) if len(r) > 1}
 _LETTERS_DIGITS = re.compile(r"\d+|[^\W\d_]+")
 
 

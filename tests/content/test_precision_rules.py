@@ -197,7 +197,8 @@ def test_an_abbreviated_month_or_number_states_its_triple_and_invents_nothing():
     is one wrong verdict."""
     m = Matcher(shipped.load("webnlg"))
     flight = _triples(("Ariane_5", "finalFlight", "2003-09-27"))
-    for text in ("The Ariane 5's last flight was on Sept. 27, 2003.", "The Ariane 5's last flight was on 27 Sept 2003."):
+    for text in ("The Ariane 5's last flight was on Sept. 27, 2003.",
+                 "The Ariane 5's last flight was on 27 Sept 2003."):
         al = m.align(flight, text)
         assert [v.status for v in al.verdicts] == ["realised"] and al.hallucinated == [], text
     numbers = _triples(("Acta_Mathematica_Hungarica", "LCCN_number", "83646315"),
