@@ -196,6 +196,7 @@ class Ctx:
 PRECISION_HEADERS = {
     "setting": "setting", "domain": "domain", "references": "faithful references", "facts": "facts",
     "invented_per_100_refs": "invented facts per 100 references",
+    "false_alarms_per_100_refs_hand": "of them false alarms per 100 references (every one read by hand; – where not)",
     "not_realised_per_100_facts": "facts not realised per 100",
     "refs_without_error_pct": "references with no error (%)",
     "naive_not_realised_per_100_facts": "naive string check: not realised per 100 of its facts",

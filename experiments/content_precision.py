@@ -60,6 +60,13 @@ kind and the first :data:`PER_CAUSE` of each cause. That JSON names each example
 reference text: the project stores no corpus data (the datasets' licences). ``--examples-text PATH`` also writes the
 examples with their MR and reference to PATH, to read them (keep it out of the repository). Nothing here reads a
 rating or the E2E test references for anything that informs a rule.
+
+**Read by hand.** Invented facts on faithful references are not all false: a reference may state what its MR lacks.
+The labels of ``experiments/gold/*_invented_labels.jsonl`` (:data:`LABEL_FILES`: where, the words read, ``stated`` /
+``reference_error`` / ``false_alarm``, a note; written by reading the references, never from a rating) are matched to
+each invented fact by where it is and the words read: ``invented_hand_labelled`` counts those with a label, and
+``false_alarms_per_100_refs_hand`` gives the ``false_alarm`` ones per 100 references where *every* invented fact of
+the row has a label (blank otherwise: E2E's 40 labels are a sample).
 """
 from __future__ import annotations
 
@@ -77,6 +84,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 DOMAINS = ("e2e", "sfres", "sfhot", "bagel", "webnlg")
@@ -93,7 +101,8 @@ SAME_MEANING: dict[str, list[frozenset[str]]] = {
                        frozenset({"high", "5 out of 5"})],
 }
 BINARY_VALUES = frozenset({"yes", "no", "true", "false"})
-FIGURES = ("references", "facts", "invented", "invented_per_100_refs", "not_realised_per_100_facts",
+FIGURES = ("references", "facts", "invented", "invented_per_100_refs", "invented_hand_labelled",
+           "false_alarms_per_100_refs_hand", "not_realised_per_100_facts",
            "omitted_per_100_facts", "wrong_per_100_facts", "refs_without_error_pct", "binary_facts",
            "not_realised_nonbinary_per_100_facts", "swaps", "swaps_found_pct", "swaps_wrong_pct", "deletions",
            "deletions_found_pct", "naive_facts", "naive_not_realised_per_100_facts", "naive_refs_without_error_pct",
@@ -457,6 +466,24 @@ def not_realised_cause(v: dict, words: str | None, kind: str, text: str, mr: str
 
 
 # ------------------------------------------------------------------------------------------------- measuring
+#: the hand labels of invented facts on faithful references (module docstring, "Read by hand")
+LABEL_FILES = tuple(sorted((Path(__file__).resolve().parent / "gold").glob("*_invented_labels.jsonl")))
+
+
+@lru_cache(maxsize=1)
+def invented_labels() -> dict[tuple[str, str], str]:
+    """(where, words read) -> label, from :data:`LABEL_FILES`."""
+    out: dict[tuple[str, str], str] = {}
+    for path in LABEL_FILES:
+        for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                r = json.loads(line)
+                if r.get("label") not in ("stated", "reference_error", "false_alarm"):
+                    raise ValueError(f"{path}:{k}: field 'label' must be stated, reference_error or false_alarm")
+                out[(r["where"], r["said"])] = r["label"]
+    return out
+
+
 @dataclass
 class Tally:
     """What one (setting, domain) counts; :meth:`figures` turns it into the CSV's figures."""
@@ -479,6 +506,9 @@ class Tally:
 
         return {"references": self.refs, "facts": c["facts"], "invented": c["invented"],
                 "invented_per_100_refs": per(c["invented"], self.refs),
+                "invented_hand_labelled": c["invented_labelled"],
+                "false_alarms_per_100_refs_hand": per(c["invented_false"], self.refs)
+                if c["invented_labelled"] == c["invented"] else "",
                 "not_realised_per_100_facts": per(c["omitted"] + c["wrong"], c["facts"]),
                 "omitted_per_100_facts": per(c["omitted"], c["facts"]),
                 "wrong_per_100_facts": per(c["wrong"], c["facts"]),
@@ -548,6 +578,9 @@ def tally_faithful(t: Tally, items: list[Item], details: list[dict], domain_valu
                     naive_bad += 1
         t.c["naive_clean_refs"] += naive_bad == 0
         for h in d["hallucinated"]:
+            label = invented_labels().get((it.where, h.get("said")))
+            t.c["invented_labelled"] += label is not None
+            t.c["invented_false"] += label == "false_alarm"
             cause = invented_cause(h, it.mr, domain_values)
             t.invented_causes[_untagged(cause)] += 1
             t.by_slot["invented: " + cause] += 1

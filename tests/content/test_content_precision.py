@@ -94,6 +94,32 @@ def test_counts_of_faithful_references_and_edits():
     assert t.invented_causes and t.not_realised_causes["binary value yes: wrong"] == 1
 
 
+def test_hand_labels_give_false_alarms_only_where_every_invented_fact_has_one(monkeypatch):
+    plan = {(E2E_2[0], E2E_2[1], "+"): "invented"}
+    monkeypatch.setattr(cp, "invented_labels", lambda: {("fixture:1", "rouge"): "false_alarm"})
+    f = cp.measure(_Stub(plan), ITEMS, [], cp.domain_values(ITEMS)).figures()
+    assert (f["invented"], f["invented_hand_labelled"], f["false_alarms_per_100_refs_hand"]) == (1, 1, 25.0)
+    monkeypatch.setattr(cp, "invented_labels", lambda: {("fixture:1", "rouge"): "stated"})
+    f = cp.measure(_Stub(plan), ITEMS, [], cp.domain_values(ITEMS)).figures()
+    assert (f["invented_hand_labelled"], f["false_alarms_per_100_refs_hand"]) == (1, 0.0)
+    monkeypatch.setattr(cp, "invented_labels", lambda: {})
+    f = cp.measure(_Stub(plan), ITEMS, [], cp.domain_values(ITEMS)).figures()
+    assert (f["invented_hand_labelled"], f["false_alarms_per_100_refs_hand"]) == (0, "")  # not all read: no figure
+
+
+def test_the_hand_label_files_hold_labels_and_no_corpus_text():
+    import json
+
+    assert len(cp.LABEL_FILES) >= 3
+    for path in cp.LABEL_FILES:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            assert set(r) <= {"where", "slot", "value", "said", "label", "note"}, path
+            assert r["label"] in ("stated", "reference_error", "false_alarm") and r["where"] and r["said"], path
+    labels = cp.invented_labels()
+    assert labels and set(labels.values()) <= {"stated", "reference_error", "false_alarm"}
+
+
 def test_rules_scorer_on_the_fixture():
     qe = pytest.importorskip("qe")
     scorer = qe.load("coverage", lexicon="none")
