@@ -473,7 +473,8 @@ LABEL_FILES = tuple(sorted((Path(__file__).resolve().parent / "gold").glob("*_in
 
 @lru_cache(maxsize=1)
 def invented_labels() -> dict[tuple[str, str], str]:
-    """(where, words read) -> label, from :data:`LABEL_FILES`."""
+    """(where, words read) -> label, from :data:`LABEL_FILES` (one entry may hold several references: WebNLG's
+    ``member#id``; the same words read there must then have one label)."""
     out: dict[tuple[str, str], str] = {}
     for path in LABEL_FILES:
         for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -481,7 +482,10 @@ def invented_labels() -> dict[tuple[str, str], str]:
                 r = json.loads(line)
                 if r.get("label") not in ("stated", "reference_error", "false_alarm"):
                     raise ValueError(f"{path}:{k}: field 'label' must be stated, reference_error or false_alarm")
-                out[(r["where"], r["said"])] = r["label"]
+                key = (r["where"], r["said"])
+                if out.get(key, r["label"]) != r["label"]:
+                    raise ValueError(f"{path}:{k}: {key} labelled both {out[key]} and {r['label']}")
+                out[key] = r["label"]
     return out
 
 

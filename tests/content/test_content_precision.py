@@ -120,6 +120,19 @@ def test_the_hand_label_files_hold_labels_and_no_corpus_text():
     assert labels and set(labels.values()) <= {"stated", "reference_error", "false_alarm"}
 
 
+def test_a_label_file_that_gives_one_fact_two_labels_is_refused(tmp_path, monkeypatch):
+    bad = tmp_path / "x_invented_labels.jsonl"
+    bad.write_text('{"where": "w#1", "said": "using", "label": "false_alarm"}\n'
+                   '{"where": "w#1", "said": "using", "label": "stated"}\n', encoding="utf-8")
+    monkeypatch.setattr(cp, "LABEL_FILES", (bad,))
+    cp.invented_labels.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="labelled both false_alarm and stated"):
+            cp.invented_labels()
+    finally:
+        cp.invented_labels.cache_clear()
+
+
 def test_rules_scorer_on_the_fixture():
     qe = pytest.importorskip("qe")
     scorer = qe.load("coverage", lexicon="none")
