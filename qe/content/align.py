@@ -1369,6 +1369,8 @@ def expand_abbreviations(text: str) -> str:
 
 #: lower-case words that may stand inside a name ("Rio de Janeiro", "Port Authority of New York")
 _NAME_LINKS = frozenset({"of", "de", "del", "da", "di", "do", "dos", "du", "la", "le", "van", "von", "y", "&"})
+#: the words of a name its initials leave out ("mit" for Massachusetts Institute of Technology)
+_NOT_INITIALS = _NAME_LINKS | {"and", "for", "the", "in", "at", "on"}
 #: what ends a sentence for :func:`_sentence_ids` besides a full stop that ends no name or abbreviation
 _TRIPLE_SENTENCE_END = frozenset({"!", "?", ";"})
 
@@ -1404,22 +1406,33 @@ def shorthands(entities: Iterable[str]) -> tuple[set[str], set[str]]:
     words: set[str] = set()
     numbers: set[str] = set()
     for x in entities:
-        toks = [fold(t) for t in norm_tokens(x) if t.isalnum()]
-        heads = [t for t in toks if t not in _NAME_LINKS and t not in ("and", "for", "the", "in", "at", "on")]
-        initials = "".join(t[0] for t in heads if t.isalpha())
-        if len(heads) >= 2 and len(initials) == len(heads):
-            words |= {initials[:k] for k in range(2, len(initials) + 1)}
-        if len(heads) >= 3 and heads[-1] in _ROMAN and all(t.isalpha() for t in heads):  # "wwii" for World War II
-            words.add("".join(t[0] for t in heads[:-1]) + heads[-1])
-        words |= {a + b for a, b in zip(toks, toks[1:]) if a.isalpha() and b.isalpha()}
-        for k, t in enumerate(toks):
-            parts = _LETTERS_DIGITS.findall(t)
-            if len(parts) > 1:
-                words |= {p for p in parts if not p.isdigit()}
-                numbers |= {str(int(p)) for p in parts if p.isdigit()}
-            if k > 0 and t in _ROMAN:
-                numbers.add(_ROMAN[t])
+        w, n = _shorthands_of(x)
+        words |= w
+        numbers |= n
     return words, numbers
+
+
+@lru_cache(maxsize=50_000)
+def _shorthands_of(x: str) -> tuple[frozenset, frozenset]:
+    """:func:`shorthands` of one entity text (cached: each output's triples ask twice, for numbers and for words)."""
+    words: set[str] = set()
+    numbers: set[str] = set()
+    toks = [fold(t) for t in norm_tokens(x) if t.isalnum()]
+    heads = [t for t in toks if t not in _NOT_INITIALS]
+    initials = "".join(t[0] for t in heads if t.isalpha())
+    if len(heads) >= 2 and len(initials) == len(heads):
+        words |= {initials[:k] for k in range(2, len(initials) + 1)}
+    if len(heads) >= 3 and heads[-1] in _ROMAN and all(t.isalpha() for t in heads):  # "wwii" for World War II
+        words.add("".join(t[0] for t in heads[:-1]) + heads[-1])
+    words |= {a + b for a, b in zip(toks, toks[1:]) if a.isalpha() and b.isalpha()}
+    for k, t in enumerate(toks):
+        parts = _LETTERS_DIGITS.findall(t)
+        if len(parts) > 1:
+            words |= {p for p in parts if not p.isdigit()}
+            numbers |= {str(int(p)) for p in parts if p.isdigit()}
+        if k > 0 and t in _ROMAN:
+            numbers.add(_ROMAN[t])
+    return frozenset(words), frozenset(numbers)
 
 
 def _triple_numbers(triples: list[_Triple]) -> tuple[set[str], set[tuple[str, str]]]:
@@ -1519,7 +1532,7 @@ def _matcher_forms(text: str, others: Iterable[str] = ()) -> list[list[str]]:
         iso = f"{y}-{_MONTH_NAMES_LIST.index(mo) + 1:02d}-{int(d):02d}"
         out += [norm_tokens(" ".join(v)) for v in entity_variants(iso)]
     head = et.split(",")[0]
-    initials = [w for w in head.split() if w not in _NAME_LINKS and w not in ("and", "for", "the", "in", "at", "on")]
+    initials = [w for w in head.split() if w not in _NOT_INITIALS]
     acronym = "".join(w[0] for w in initials)
     if len(initials) >= 3 and all(w.isalpha() for w in initials) and \
             not any(acronym in names for names in _SHORT_NAMES.values()):  # "mit": Massachusetts Institute of ...

@@ -901,12 +901,13 @@ def _form_of(t: str, w: str) -> bool:
     ``america``, ``argentinian`` / ``argentina``, ``english`` / ``england``; not ``bornholm`` / ``born``)."""
     if tok_close(t, w):
         return True
-    n = 0
-    for a, b in zip(t, w):
-        if a != b:
-            break
-        n += 1
+    n = _shared_beginning(t, w)
     return n >= 4 and 2 * n > max(len(t), len(w))
+
+
+def _shared_beginning(a: str, b: str) -> int:
+    """How many letters ``a`` and ``b`` share from their start."""
+    return next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 #: the endings by which two forms of one word may differ past their shared beginning (:func:`_word_form`:
@@ -925,10 +926,8 @@ def _word_form(a: str, b: str) -> bool:
         return False
     if tok_close(a, b):
         return tok_close_strict(a, b)
-    if not _form_of(a, b):
-        return False
-    n = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    return a[n:] in INFLECTIONS and b[n:] in INFLECTIONS
+    n = _shared_beginning(a, b)
+    return n >= 4 and 2 * n > max(len(a), len(b)) and a[n:] in INFLECTIONS and b[n:] in INFLECTIONS
 
 
 class WordForms:
