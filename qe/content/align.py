@@ -104,6 +104,11 @@ STATUSES = ("realised", "omitted", "wrong", "unchecked")
 SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas", "yet"})
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
+#: how many steps up the dependency parse a negation may stand from a binary slot's words and scope over them
+#: (:meth:`Matcher._negated_above`)
+NEGATION_DEPTH = 4
+#: dependency labels of a clause of its own: a negation above one does not reach into it
+_OWN_CLAUSE = frozenset({"conj", "advcl", "ccomp", "parataxis"})
 #: how far (tokens, in its sentence) another category slot's word may stand from a one-word value mention for its
 #: slot to be in doubt, so that the dependency parse decides it (:meth:`Matcher._attach`)
 ATTACH_REACH = 6
@@ -499,6 +504,44 @@ class Matcher:
             return True
         return weak and not self._tied(m.start, m.end, tokens, output, cues)
 
+    def _negated_above(self, i: int, j: int, tokens: list[str], output: str | None) -> int | None:
+        """The position of a negation that scopes over the words ``tokens[i:j]`` by the dependency parse of their
+        sentence, or None: a ``neg`` dependent ("not", "n't", "never") or the determiner "no" of a word on their way
+        up to the root, within :data:`NEGATION_DEPTH` steps and not past a clause of its own (``conj``, ``advcl``,
+        ``ccomp``, ``parataxis``): "It is *not* a place to bring children", "*not* the best place to bring your
+        kids", "*no* room for a whole family"; not "It is not expensive and it is family friendly". What the few
+        words before and after a mention say (:func:`_negation_at`, :func:`_negation_after`) is read first. A
+        negation after the words counts only where they are its verb's subject ("children under 12 are *not*
+        allowed"; not "Family dinner night would*n't* be complete without ...")."""
+        a = i
+        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
+            a -= 1
+        b = j
+        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
+            b += 1
+        if not any(t in NEGATIONS for t in tokens[a:i] + tokens[j:b]):
+            return None  # no negation in the sentence: no parse needed (most mentions)
+        cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
+        parse = self._parse(tuple(cased[a:b]))
+        if parse is None:
+            return None
+        heads, deps = parse
+        mine = range(i - a, j - a)
+        top = next((k for k in mine if heads[k] not in mine or heads[k] == k), None)
+        if top is None:
+            return None
+        k = top
+        for step in range(NEGATION_DEPTH):
+            if heads[k] == k or deps[k] in _OWN_CLAUSE:
+                return None
+            subject = step == 0 and deps[k] in ("nsubj", "nsubjpass")
+            k = heads[k]
+            for c, (h, d) in enumerate(zip(heads, deps)):
+                if h == k and c != k and c not in mine and (d == "neg" or (d == "det" and tokens[a + c] == "no")) \
+                        and (c < i - a or subject):
+                    return a + c
+        return None
+
     def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
         """Whether the words ``tokens[i:j]`` and a word of ``cues`` (or a form of one) are tied by the dependency
         parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
@@ -811,12 +854,17 @@ class Matcher:
                 pol = best in ("yes", "true")
                 cue = _negation_at(tokens, m.start)
                 after = _negation_after(tokens, m.end) if cue is None else None
+                above = self._negated_above(m.start, m.end, tokens, output) \
+                    if cue is None and after is None and not (set(m.text.split()) & NEGATIONS) else None
                 if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
                     cue_words[id(m)] = " ".join(tokens[cue:m.end])
                 elif after is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
                     cue_words[id(m)] = " ".join(tokens[m.start:after + 1])
+                elif above is not None:
+                    pol = not pol
+                    cue_words[id(m)] = " ".join(tokens[min(above, m.start):max(above + 1, m.end)])
                 vals = {("yes" if pol else "no"): 1}
             said.setdefault(m.slot, []).append((m, vals))
         al = Alignment()
@@ -1378,10 +1426,10 @@ _TRIPLE_SENTENCE_END = frozenset({"!", "?", ";"})
 def _cased_tokens(output: str, tokens: list[str]) -> list[str] | None:
     """The tokens of :func:`~qe.content.lexicon.norm_tokens` as written (capitals kept), or None where the two
     tokenisations do not line up."""
-    from qe.content.lexicon import _DROP, _THOUSANDS
+    from qe.content.lexicon import _DROP, _joined
     from qe.core.tokenization import word_tokenize
 
-    cased = [t for t in word_tokenize(_THOUSANDS.sub("", output), lowercase=False) if t.lower() not in _DROP]
+    cased = [t for t in word_tokenize(_joined(output), lowercase=False) if t.lower() not in _DROP]
     raw = raw_tokens(output)
     if len(cased) != len(tokens) or any(c.lower() != r for c, r in zip(cased, raw)):
         return None

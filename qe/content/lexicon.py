@@ -87,6 +87,16 @@ def _stopwords() -> frozenset[str]:
 
 
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+#: a suffix split off its word by a space and a hyphen, as the RNNLG corpora (SF restaurant and hotel; Wen et al.)
+#: write their references: "child -s", "moderate -ly priced". Joined again ("childs", "moderately"), or "ly" and
+#: "s" are words of their own: a mined pattern "ly", a value "cheap" beside a separate "ly"
+_SPLIT_SUFFIX = re.compile(r"(?<=[^\W\d_]) -(s|ly)\b")
+
+
+def _joined(text: str) -> str:
+    """``text`` as the tokenisers read it: thousands separators dropped (``2,900``), split suffixes joined
+    (``moderate -ly`` -> ``moderately``)."""
+    return _SPLIT_SUFFIX.sub(r"\1", _THOUSANDS.sub("", text))
 
 
 def _number(t: str) -> str:
@@ -104,7 +114,7 @@ def norm_tokens(text: str) -> list[str]:
 def raw_tokens(text: str) -> list[str]:
     """The tokens :func:`norm_tokens` makes, before number words become digits and leading zeros go (the same
     length: ``five-star`` -> ``five star`` where norm_tokens gives ``5 star``)."""
-    return [t for t in tokenize(_THOUSANDS.sub("", text)) if t not in _DROP]
+    return [t for t in tokenize(_joined(text)) if t not in _DROP]
 
 
 def norm_value(value: str | None) -> str:
@@ -800,6 +810,7 @@ def _out_of_slot(words: list[str], key: str, own: set[str], name_words: dict[str
             if any(_form_of(t, w) for w in name_words.get(other, ())) or (
                     not names_own and t in value_words.get(other, ())):
                 return "other_slot_words"
+    stop = stop | AUXILIARIES  # "food and does" (of "does not allow kids") ends on one as much as on "is"
     if len(words) > 1 and words[-1] in stop and words[-1] not in own:
         return "function_word_edge"
     if len(words) > 1 and words[0] in stop and words[0] not in own:
