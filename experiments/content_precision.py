@@ -66,8 +66,8 @@ The labels of ``experiments/gold/*_invented_labels.jsonl`` (:data:`LABEL_FILES`:
 ``reference_error`` / ``false_alarm``, a note; written by reading the references, never from a rating) are matched to
 each invented fact by where it is and the words read: ``invented_hand_labelled`` counts those with a label, and
 ``false_alarms_per_100_refs_hand`` gives the ``false_alarm`` ones per 100 references where *every* invented fact of
-the row has a label (blank otherwise: the labels were written for the default rows, and a leave-one-domain-out
-lexicon invents other facts).
+the row has a label (blank otherwise). The labels were first written for the default rows; the facts only the
+leave-one-domain-out lexicons invent (E2E's folds, SF, BAGEL) were read on 2026-12-07 (their notes end "[LODO ...]").
 """
 from __future__ import annotations
 
