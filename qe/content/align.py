@@ -893,6 +893,9 @@ class Matcher:
             free = [(m, vals) for m, vals in said.get(key, []) if id(m) not in consumed]
             # a value of alternatives ("hayes valley or glen park") is realised by a mention of any of them
             alts = {nv} | ({a.strip() for a in nv.split(" or ")} if " or " in nv else set())
+            # ... and a value is the same with or without "the" before it (SF hotel's MRs write area='castro' and
+            # area='the castro' for one place: "in the castro area" said the second, a wrong value)
+            alts |= {a[4:] if a.startswith("the ") else "the " + a for a in alts}
             hits = [m for m, vals in free if alts & set(vals)]
             # mentions that fit several values ("rating of", "a price") do not realise the value when none of them
             # says it mostly and the output states another value of the slot outright ("a price range of more

@@ -429,3 +429,17 @@ def test_the_usual_wordings_of_an_area_realise_it(mr, text):
 def test_an_area_wording_is_no_value_the_mr_lacks():
     al = Matcher().align("name[Aromi], eatType[coffee shop]", "Aromi is a coffee shop near the waterfront.")
     assert al.hallucinated == []
+
+
+@pytest.mark.parametrize("mr, text", [
+    ("inform(name='inn on castro',area='castro')", "the inn on castro is in the castro area"),
+    ("inform(name='inn on castro',area='the castro')", "the inn on castro is in castro"),
+])
+def test_a_value_with_or_without_the_before_it_is_one_value(sf, mr, text):
+    """SF hotel's MRs write one place both ways (area='castro', area='the castro'), so the lexicon holds both: the
+    longer match "the castro" said a second, wrong value of the MR's area."""
+    al = sf.align(mr, text)
+    assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("area", "realised")]
+    assert al.hallucinated == []
+    al = sf.align("inform(name='inn on castro',area='nob hill')", "the inn on castro is in the castro area")
+    assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("area", "wrong")]
