@@ -509,7 +509,9 @@ class Matcher:
         sentence, or None: a ``neg`` dependent ("not", "n't", "never") or the determiner "no" of a word on their way
         up to the root, within :data:`NEGATION_DEPTH` steps and not past a clause of its own (``conj``, ``advcl``,
         ``ccomp``, ``parataxis``): "It is *not* a place to bring children", "*not* the best place to bring your
-        kids", "*no* room for a whole family"; not "It is not expensive and it is family friendly". What the few
+        kids"; not "It is not expensive and it is family friendly". Nor a negated existential ("there are *no*
+        hotels in Cow Hollow that allow dogs", "there is*n't* a better place to take your children"): it denies that
+        such a place exists, as the act ``inform_no_match(dogsallowed='yes')`` says, not the slot. What the few
         words before and after a mention say (:func:`_negation_at`, :func:`_negation_after`) is read first. A
         negation after the words counts only where they are its verb's subject ("children under 12 are *not*
         allowed"; not "Family dinner night would*n't* be complete without ...")."""
@@ -530,12 +532,19 @@ class Matcher:
         top = next((k for k in mine if heads[k] not in mine or heads[k] == k), None)
         if top is None:
             return None
+
+        def existential(x: int) -> bool:  # "there is/are ...", or the noun it says there is (none) of
+            def expl(y: int) -> bool:
+                return any(h == y and d == "expl" for h, d in zip(heads, deps))
+            return expl(x) or (deps[x] in ("attr", "nsubj") and heads[x] != x and expl(heads[x]))
         k = top
         for step in range(NEGATION_DEPTH):
             if heads[k] == k or deps[k] in _OWN_CLAUSE:
                 return None
             subject = step == 0 and deps[k] in ("nsubj", "nsubjpass")
             k = heads[k]
+            if existential(k):
+                return None
             for c, (h, d) in enumerate(zip(heads, deps)):
                 if h == k and c != k and c not in mine and (d == "neg" or (d == "det" and tokens[a + c] == "no")) \
                         and (c < i - a or subject):

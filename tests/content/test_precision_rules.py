@@ -443,3 +443,12 @@ def test_a_value_with_or_without_the_before_it_is_one_value(sf, mr, text):
     assert al.hallucinated == []
     al = sf.align("inform(name='inn on castro',area='nob hill')", "the inn on castro is in the castro area")
     assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("area", "wrong")]
+
+
+@pytest.mark.parametrize("text", ["I am sorry, there are no hotels in Cow Hollow that allow dogs.",
+                                  "there are n't any hotels in cow hollow that allow dogs"])
+def test_a_negated_existential_denies_the_match_not_the_slot(sf, text):
+    """inform_no_match(dogsallowed='yes'): no hotel there allows dogs. The negation above the slot's words says that
+    no such hotel exists; it does not make the slot's value no (a matcher probe, mr_outputs#mr-33)."""
+    al = sf.align("inform_no_match(area='cow hollow';dogsallowed='yes')", text)
+    assert [(v.slot, v.status) for v in al.verdicts] == [("area", "realised"), ("dogsallowed", "realised")]

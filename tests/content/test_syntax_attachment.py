@@ -251,7 +251,7 @@ def test_a_word_faithful_texts_write_without_its_slot_invents_nothing():
     "It is not a place to bring children.",
     "Zizzi is a pub, though not the best place to bring your kids.",
     "It is not the type of place people bring their kids.",
-    "There is no room for a whole family.",
+    "It is certainly not the kind of place you would bring your kids to.",
 ])
 def test_a_negation_above_a_binary_slots_words_counts(text):
     """The negation stands more than :data:`NEGATION_WINDOW` words before the slot's words, over them in the parse
@@ -270,6 +270,8 @@ def test_a_negation_above_a_binary_slots_words_counts(text):
     "If you are not in a hurry, bring the kids.",
     "It does n't serve wine but welcomes kids.",
     "Family dinner night would n't be complete without a visit.",  # after the words, which are no subject
+    "There is no better place to take your kids.",  # a negated existential: no such place (inform_no_match)
+    "There is n't a better place to take your children.",
 ])
 def test_a_negation_of_another_clause_does_not_count(text):
     al = Matcher(_e2e_like()).align("name[Zizzi], familyFriendly[yes]", "Zizzi is a pub. " + text)
