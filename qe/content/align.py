@@ -107,6 +107,10 @@ NEGATION_WINDOW = 4
 #: how many steps up the dependency parse a negation may stand from a binary slot's words and scope over them
 #: (:meth:`Matcher._negated_above`)
 NEGATION_DEPTH = 4
+#: dependency labels of a noun that qualifies a trigger ("*dog* friendly", "*customer* friendly", "*user* friendly":
+#: a noun phrase as adverbial modifier; not a compound or an adjective, as in "a *star* family restaurant", "the
+#: *entire* family", "*available* internet", which still say the slot)
+_NOUN_MODIFIERS = frozenset({"npadvmod"})
 #: dependency labels of a clause of its own: a negation above one does not reach into it
 _OWN_CLAUSE = frozenset({"conj", "advcl", "ccomp", "parataxis"})
 #: how far (tokens, in its sentence) another category slot's word may stand from a one-word value mention for its
@@ -331,6 +335,7 @@ class Matcher:
         self._att: dict[str, frozenset] = {}  #: a property's rarer wordings (:meth:`_attested`)
         self._trig_idx: dict[str, list] | None = None  #: the lexicon's triggers by their first letters (first use)
         self._name_words_cache: dict[str, tuple[str, ...]] = {}  #: a slot's written name -> its content words
+        self._binary_words_cache: dict[str, frozenset[str]] = {}  #: a binary slot -> its words (_binary_words)
         #: per set of category slots: token -> the slots whose name it is a word of (:meth:`_attach`)
         self._owners: dict[tuple, dict[str, set[str]]] = {}
         #: the dependency parses of the sentences :meth:`_attach` had to parse (words -> (heads, labels)), and how
@@ -503,6 +508,62 @@ class Matcher:
         if not in_context(tokens, m.start, m.end, cues):
             return True
         return weak and not self._tied(m.start, m.end, tokens, output, cues)
+
+    def _binary_words(self, key: str) -> frozenset[str]:
+        """The words of a binary slot: its triggers', its name's and its patterns' content words (negations and
+        function words left out): ``family``, ``friendly``, ``kid``, ``children`` ... of ``familyFriendly``."""
+        got = self._binary_words_cache.get(key)
+        if got is None:
+            sl = self.lexicon.slots.get(key)
+            words = set(self._name_words(key, {}))
+            if sl is not None:
+                words |= {t for g in list(sl.triggers) + list(sl.patterns) for t in g.split()}
+            got = self._binary_words_cache[key] = frozenset(w for w in words if content_word(w) and w not in NEGATIONS)
+        return got
+
+    def _qualified_triggers(self, matches: list[_Match], tokens: list[str], output: str | None,
+                            mr_slots: dict[str, list[str]]) -> list[_Match]:
+        """A one-word trigger that a noun of no word of its slot qualifies ("*dog* friendly", "*customer*
+        friendly", "*adult* friendly"; spaCy's parse: the noun an ``npadvmod`` of the trigger, :data:`_NOUN_MODIFIERS`)
+        says what that noun says, not its slot: the mention goes to the one other binary slot whose
+        words hold a form of the noun (SF's "a dog friendly hotel": ``dogsallowed``, not ``kidsallowed``), or is
+        dropped (E2E's "a customer friendly coffee shop" says nothing of families). Without a parser, or where the
+        word before is one of the slot's own ("kid friendly", "very friendly"), the trigger stays."""
+        keep: list[_Match] = []
+        taken = {k for m in matches for k in range(m.start, m.end)}
+        for m in matches:
+            prev = tokens[m.start - 1] if m.start > 0 else ""
+            if m.source != "trigger" or m.length != 1 or not content_word(prev) or \
+                    any(_form_of(prev, w) for w in self._binary_words(m.slot)):
+                keep.append(m)
+                continue
+            parse = self._parse_around(m.start - 1, m.end, tokens, output)
+            if parse is None:
+                keep.append(m)
+                continue
+            a, heads, deps = parse
+            if not (heads[m.start - 1 - a] == m.start - a and deps[m.start - 1 - a] in _NOUN_MODIFIERS):
+                keep.append(m)
+                continue
+            binary = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "binary"}
+            owners = [k for k in sorted(binary) if k != m.slot and self._kind(k, mr_slots) == "binary"
+                      and any(_form_of(prev, w) for w in self._binary_words(k))]
+            if len(owners) == 1 and m.start - 1 not in taken:
+                keep.append(_Match(owners[0], m.start - 1, m.end, {"yes": 1}, f"{prev} {m.text}", "trigger"))
+        return keep
+
+    def _parse_around(self, i: int, j: int, tokens: list[str], output: str | None
+                      ) -> tuple[int, list[int], list[str]] | None:
+        """(where the sentence of ``tokens[i:j]`` starts, heads, labels) of its dependency parse, or None."""
+        a = i
+        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
+            a -= 1
+        b = j
+        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
+            b += 1
+        cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
+        parse = self._parse(tuple(cased[a:b]))
+        return None if parse is None else (a, parse[0], parse[1])
 
     def _negated_above(self, i: int, j: int, tokens: list[str], output: str | None) -> int | None:
         """The position of a negation that scopes over the words ``tokens[i:j]`` by the dependency parse of their
@@ -852,6 +913,7 @@ class Matcher:
             raw[(key, nv)] = (v or "").strip()
         written = {norm_slot(s): s for _, s, _ in facts}
         matches = self._resolve(self._candidates(tokens, mr_slots, raw, written, output), mr_slots)
+        matches = self._qualified_triggers(matches, tokens, output, mr_slots)
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
         cue_words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")

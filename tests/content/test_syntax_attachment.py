@@ -277,3 +277,27 @@ def test_a_negation_of_another_clause_does_not_count(text):
     al = Matcher(_e2e_like()).align("name[Zizzi], familyFriendly[yes]", "Zizzi is a pub. " + text)
     assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("familyFriendly", "realised")]
     assert [h for h in al.hallucinated if h["slot"] == "familyFriendly"] == []
+
+
+# ------------------------------------------------------------------------------ a trigger another noun qualifies
+@pytest.mark.parametrize("text, invented", [
+    ("Zizzi is a customer friendly pub.", []),
+    ("Zizzi is a dog friendly pub.", []),
+    ("Zizzi is a pub for the entire family.", [("familyFriendly", "yes")]),  # an adjective: still the slot
+    ("Zizzi is a very child friendly pub.", [("familyFriendly", "yes")]),
+])
+def test_a_trigger_qualified_by_a_noun_of_no_word_of_its_slot_says_nothing_of_it(text, invented):
+    al = Matcher(_e2e_like()).align("name[Zizzi], eatType[pub]", text)
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == invented
+
+
+def test_a_trigger_qualified_by_another_binary_slots_word_is_that_slots():
+    """SF's shared lexicon knows "friendly" as kidsallowed's trigger: "a dog friendly hotel" said kidsallowed and
+    left dogsallowed omitted."""
+    from qe.content import shipped
+
+    m = Matcher(shipped.load("sf"))
+    al = m.align("inform(name='x';dogsallowed='yes';area='soma')", "x is a dog friendly hotel in soma")
+    assert {v.slot: v.status for v in al.verdicts}["dogsallowed"] == "realised" and al.hallucinated == []
+    al = m.align("inform(name='x';area='soma')", "x is a dog friendly hotel in soma")
+    assert [(h["slot"], h["value"]) for h in al.hallucinated] == [("dogsallowed", "yes")]
