@@ -1361,6 +1361,7 @@ class Matcher:
         dependency parse makes an adverbial modifier is none either (:meth:`_adverb`: "was originally drafted")."""
         triples = [_Triple(prop, *so.split(" | ", 1)) for _, prop, so in facts]
         explained = self._explained(triples)
+        entity = None  # the MR's entity words, folded (for a lone verb: :meth:`_relation_verb`)
         folded = ["" if i in skip else fold(t) for i, t in enumerate(tokens)]
         relation_words = self._word_df()
         sentence = sentence if sentence is not None else [0] * len(tokens)
@@ -1379,12 +1380,31 @@ class Matcher:
                         continue  # in the one sentence that states a triple, a wording its property's texts use
                 if not name and self._adverb(span[0], tokens, cased, sentence):
                     continue  # "originally drafted", "approximately $556 million": how, not what
+                if not name and folded[span[0]] not in _SIDE_WORDS:
+                    if entity is None:
+                        entity = {fold(w) for w in entity_words([x for t in triples for x in (t.subj, t.obj)])} \
+                            | shorthands([x for t in triples for x in (t.s_txt, t.o_txt)])[0]
+                    if self._relation_verb(span[0], tokens, cased, sentence, entity):
+                        continue  # "is categorised as Lentivirus", "constructed using red granite": the relation
             text = " ".join(tokens[span[0]:span[-1] + 1])
             own = {sentence[i] for i in span}
             words = sum(1 for i, t in enumerate(tokens) if sentence[i] in own and content_word(fold(t)))
             out.append(Said({"slot": None, "value": " ".join(tokens[i] for i in span), "said": text, "kind": "words"},
                             extent=min(1.0, len(span) / max(words, 1))))
         return out
+
+    def _relation_verb(self, i: int, tokens: list[str], cased: list[str] | None, sentence: list[int],
+                       entity: set[str]) -> bool:
+        """Whether the dependency parse of its sentence makes token ``i`` a verb that relates the MR's entities
+        (:func:`_relates_entities`; ``entity``: their words, folded): "HIV genus is *categorised* as Lentivirus", "a
+        novel *identified* by ISBN 0-439-92550-9", "constructed *using* red granite". Such a word says a relation
+        between facts the MR holds, in words no training text of the property used; it states no fact of its own.
+        False without a parser."""
+        own = [k for k in range(len(tokens)) if sentence[k] == sentence[i]]
+        words = cased if cased is not None else tokens
+        parse = self._parse(tuple(words[k] for k in own))
+        return parse is not None and _relates_entities(own.index(i), [tokens[k] for k in own], parse[0], parse[1],
+                                                       entity)
 
     def _adverb(self, i: int, tokens: list[str], cased: list[str] | None, sentence: list[int]) -> bool:
         """Whether the dependency parse of its sentence makes token ``i`` an adverbial modifier (``advmod``:
@@ -1394,6 +1414,46 @@ class Matcher:
         words = cased if cased is not None else tokens
         parse = self._parse(tuple(words[k] for k in own))
         return parse is not None and parse[1][own.index(i)] == "advmod"
+
+
+#: dependents that make a word a verb (:func:`_relates_entities`)
+_VERB_DEPENDENTS = frozenset({"nsubj", "nsubjpass", "dobj", "agent", "auxpass", "aux", "dative", "prt", "xcomp"})
+#: a clause a verb heads without a subject of its own ("a novel *identified* by ISBN ...", "constructed *using* ...")
+_VERB_CLAUSES = frozenset({"relcl", "acl", "xcomp", "advcl", "pcomp"})
+_RELATIVE_WORDS = frozenset({"which", "who", "that"})
+
+
+def _relates_entities(i: int, words: list[str], heads: list[int], deps: list[str], entity: set[str]) -> bool:
+    """Whether word ``i`` of a parsed sentence (``words``: its tokens) is a verb that relates words of ``entity``. A
+    verb: the parse gives it a subject, object, agent, auxiliary, dative, particle or open complement, or makes it a
+    clause (:data:`_VERB_CLAUSES`) with an object, a prepositional phrase or an agent. It relates the entities when
+    a word of one stands under one of its dependents other than its subject, and a word of one (or a pronoun, or a
+    relative pronoun) under its subject, or else in what it hangs from."""
+    kids = [c for c, h in enumerate(heads) if h == i and c != i]
+
+    def under(c: int) -> list[int]:
+        out, todo = [], [c]
+        while todo:
+            x = todo.pop()
+            out.append(x)
+            todo.extend(y for y, h in enumerate(heads) if h == x and y != x)
+        return out
+
+    def ent(x: int) -> bool:
+        return fold(words[x]) in entity
+
+    if not (any(deps[c] in _VERB_DEPENDENTS for c in kids) or (
+            deps[i] in _VERB_CLAUSES and any(deps[c] in ("dobj", "prep", "agent") for c in kids))):
+        return False
+    if not any(ent(x) for c in kids if deps[c] not in ("nsubj", "nsubjpass", "punct", "cc") for x in under(c)):
+        return False
+    if any(ent(x) or words[x] in _PRONOUNS or words[x] in _RELATIVE_WORDS
+           for c in kids if deps[c] in ("nsubj", "nsubjpass") for x in under(c)):
+        return True
+    if heads[i] == i:
+        return False
+    mine = set(under(i))
+    return any(ent(x) for x in under(heads[i]) if x not in mine)
 
 
 import difflib  # noqa: E402  (the triples' helpers below)
