@@ -234,6 +234,17 @@ def _find_every(tokens: list[str], sub: list[str]) -> list[int]:
     return [i for i in range(len(tokens) - n + 1) if n and tokens[i:i + n] == sub]
 
 
+def _sentence_of(i: int, j: int, tokens: list[str]) -> tuple[int, int]:
+    """Where the sentence that holds ``tokens[i:j]`` starts and ends (:data:`_SENTENCE_END`)."""
+    a = i
+    while a > 0 and tokens[a - 1] not in _SENTENCE_END:
+        a -= 1
+    b = j
+    while b < len(tokens) and tokens[b] not in _SENTENCE_END:
+        b += 1
+    return a, b
+
+
 def _negation_at(tokens: list[str], start: int) -> int | None:
     """The position of a negation cue among the few tokens before ``start``, in the same clause, or None."""
     for k in range(start - 1, max(-1, start - 1 - NEGATION_WINDOW), -1):
@@ -555,12 +566,7 @@ class Matcher:
     def _parse_around(self, i: int, j: int, tokens: list[str], output: str | None
                       ) -> tuple[int, list[int], list[str]] | None:
         """(where the sentence of ``tokens[i:j]`` starts, heads, labels) of its dependency parse, or None."""
-        a = i
-        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
-            a -= 1
-        b = j
-        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
-            b += 1
+        a, b = _sentence_of(i, j, tokens)
         cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
         parse = self._parse(tuple(cased[a:b]))
         return None if parse is None else (a, parse[0], parse[1])
@@ -576,19 +582,13 @@ class Matcher:
         words before and after a mention say (:func:`_negation_at`, :func:`_negation_after`) is read first. A
         negation after the words counts only where they are its verb's subject ("children under 12 are *not*
         allowed"; not "Family dinner night would*n't* be complete without ...")."""
-        a = i
-        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
-            a -= 1
-        b = j
-        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
-            b += 1
+        a, b = _sentence_of(i, j, tokens)
         if not any(t in NEGATIONS for t in tokens[a:i] + tokens[j:b]):
             return None  # no negation in the sentence: no parse needed (most mentions)
-        cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
-        parse = self._parse(tuple(cased[a:b]))
+        parse = self._parse_around(i, j, tokens, output)
         if parse is None:
             return None
-        heads, deps = parse
+        _, heads, deps = parse
         mine = range(i - a, j - a)
         top = next((k for k in mine if heads[k] not in mine or heads[k] == k), None)
         if top is None:
