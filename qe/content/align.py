@@ -616,17 +616,11 @@ class Matcher:
         """Whether the words ``tokens[i:j]`` and a word of ``cues`` (or a form of one) are tied by the dependency
         parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
         rating). True without a parser (the window of :meth:`_out_of_context` decides)."""
-        a = i
-        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
-            a -= 1
-        b = j
-        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
-            b += 1
-        cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
-        parse = self._parse(tuple(cased[a:b]))
+        a, b = _sentence_of(i, j, tokens)
+        parse = self._parse_around(i, j, tokens, output)
         if parse is None:
             return True
-        heads = parse[0]
+        heads = parse[1]
 
         def up(k: int) -> list[int]:
             out = []
@@ -795,12 +789,7 @@ class Matcher:
         """The category slot the word ``tokens[i]`` qualifies by the dependency parse of its sentence, or None (no
         single slot, or no parser): the slot whose name holds the word it qualifies (:func:`_governor`) or, for a
         noun with compounds ("customer rating"), one of those."""
-        a = i
-        while a > 0 and tokens[a - 1] not in _SENTENCE_END:
-            a -= 1
-        b = i + 1
-        while b < len(tokens) and tokens[b] not in _SENTENCE_END:
-            b += 1
+        a, b = _sentence_of(i, i + 1, tokens)
         sent = tuple(cased[a:b])
         parse = self._parse(sent)
         if parse is None:
