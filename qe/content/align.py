@@ -245,6 +245,14 @@ def _sentence_of(i: int, j: int, tokens: list[str]) -> tuple[int, int]:
     return a, b
 
 
+def _lone_digit(word: str) -> bool:
+    """A one-digit number ("1", or "one" as :func:`~qe.content.lexicon.norm_tokens` writes it): as weak alone as a
+    single letter ("all in *one*", "*one* can order", "the first kid friendly *one*" say no rating of 1), so it
+    states a value only in its slot's context (:meth:`Matcher._out_of_context`) - a lexicon's pattern or trigger;
+    the MR's own value ("has 1 usb port" of ``usbports=1``) is read as the MR writes it."""
+    return len(word) == 1 and word.isdigit()
+
+
 def _negation_at(tokens: list[str], start: int) -> int | None:
     """The position of a negation cue among the few tokens before ``start``, in the same clause, or None."""
     for k in range(start - 1, max(-1, start - 1 - NEGATION_WINDOW), -1):
@@ -275,8 +283,8 @@ def _negation_after(tokens: list[str], end: int) -> int | None:
 
 
 def _syntax_pipeline():
-    """spaCy's tokens-to-vectors and dependency parser (the first of :data:`SYNTAX_PIPELINES` that loads, through
-    :func:`qe.core.offline.load_spacy`; tagger, lemmatizer and entities off), or None, with one warning, where none
+    """spaCy's tokens-to-vectors, tagger and dependency parser (the first of :data:`SYNTAX_PIPELINES` that loads,
+    through :func:`qe.core.offline.load_spacy`; lemmatizer and entities off), or None, with one warning, where none
     loads: then distance alone places value words (:meth:`Matcher._attach`)."""
     if "nlp" not in _SYNTAX:
         from qe.core.offline import load_spacy
@@ -284,7 +292,7 @@ def _syntax_pipeline():
         nlp, errors = None, []
         for name in SYNTAX_PIPELINES:
             try:
-                nlp = load_spacy(name, disable=("ner", "lemmatizer", "attribute_ruler", "senter", "tagger"))
+                nlp = load_spacy(name, disable=("ner", "lemmatizer", "attribute_ruler", "senter"))
                 break
             except Exception as exc:  # noqa: BLE001 - a missing or broken pipeline: try the next, then go on without
                 errors.append(f"{name}: {exc}")
@@ -351,7 +359,7 @@ class Matcher:
         self._owners: dict[tuple, dict[str, set[str]]] = {}
         #: the dependency parses of the sentences :meth:`_attach` had to parse (words -> (heads, labels)), and how
         #: many it parsed (a figure for the benchmarks: parsing is for the few mentions distance cannot place)
-        self._parses: dict[tuple[str, ...], tuple[list[int], list[str]] | None] = {}
+        self._parses: dict[tuple[str, ...], tuple[list[int], list[str], list[str] | None] | None] = {}
         self.parsed = 0
         self._entry_cache: dict[tuple[str, str, tuple[str, ...]], dict[str, int] | None] = {}
         self._cues: dict[str, set[str]] = {}  #: a slot's context words (:meth:`_out_of_context`)
@@ -486,8 +494,13 @@ class Matcher:
                 if i >= 0:
                     cands.append(_Match(key, i, j, {v: 1}, " ".join(tokens[i:j]), "value"))
         cands = self._attach(cands, tokens, mr_slots, names, output)
-        # after attaching: a word another slot's name claims is that slot's before its context is asked for
-        return [c for c in cands if not self._out_of_context(c, tokens, mr_slots, names, output, raw)]
+        # after attaching: a word another slot's name claims is that slot's before its context is asked for.
+        # A lone digit inside a longer mention of its slot ("1" of "1 out of 5") is left to that mention
+        # (:meth:`_resolve` prefers it), without a parse
+        inside = {(c.slot, k) for c in cands if c.length > 1 for k in range(c.start, c.end)}
+        return [c for c in cands if (c.length == 1 and c.source != "value" and _lone_digit(c.text)
+                                     and (c.slot, c.start) in inside)
+                or not self._out_of_context(c, tokens, mr_slots, names, output, raw)]
 
     def _out_of_context(self, m: _Match, tokens: list[str], mr_slots: dict[str, list[str]],
                         names: dict[str, str], output: str | None = None,
@@ -506,7 +519,8 @@ class Matcher:
                 ((raw or {}).get((m.slot, v)) or "")[:1].isupper() for v in m.values)):
             return False
         words = tokens[m.start:m.end]
-        weak = all(needs_context(t) for t in words)
+        weak = all(needs_context(t) for t in words) or (len(words) == 1 and _lone_digit(words[0])
+                                                          and m.source != "value")
         if not weak:
             ctx = self.lexicon.settings.get("context_words") if isinstance(self.lexicon.settings, dict) else None
             if m.length != 1 or not isinstance(ctx, dict) or not any(
@@ -561,6 +575,54 @@ class Matcher:
                       and any(_form_of(prev, w) for w in self._binary_words(k))]
             if len(owners) == 1 and m.start - 1 not in taken:
                 keep.append(_Match(owners[0], m.start - 1, m.end, {"yes": 1}, f"{prev} {m.text}", "trigger"))
+        return keep
+
+    def _untied_predicates(self, matches: list[_Match], tokens: list[str], output: str | None,
+                           mr_slots: dict[str, list[str]]) -> list[_Match]:
+        """A one-word trigger of a binary slot that is no noun by the parse (an adjective or a verb: "friendly",
+        "welcome", "use") says the slot only of another of the slot's words (:meth:`_binary_words`): one within
+        two tokens of it in its sentence ("kid friendly", "welcomes children", "use your credit card") or tied to
+        it by the parse within two steps ("friendly to families", "welcoming to families"). Alone it says
+        something else: "a friendly place", "Welcome to The Wrestlers" (E2E), "you will be able to use the
+        internet there" (SF hotel, not ``acceptscreditcards``). A noun ("family", "kids", "internet") states its
+        slot alone, as before; so does every trigger without a parser."""
+        keep: list[_Match] = []
+        for m in matches:
+            if m.source != "trigger" or m.length != 1 or self._kind(m.slot, mr_slots) != "binary":
+                keep.append(m)
+                continue
+            word = tokens[m.start]
+            own = {w for w in self._binary_words(m.slot) if w != word and not _form_of(word, w)
+                   and not _form_of(w, word)}
+
+            def of_slot(t: str) -> bool:
+                return t in own or (content_word(t) and any(_form_of(t, w) for w in own))
+
+            a, b = _sentence_of(m.start, m.end, tokens)
+            if any(of_slot(t) for t in tokens[max(a, m.start - 2):m.start] + tokens[m.end:min(b, m.end + 2)]):
+                keep.append(m)
+                continue
+            cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
+            parse = self._parse(tuple(cased[a:b]), tags=True)
+            tag = None if parse is None else parse[2][m.start - a]
+            if not tag or tag.startswith("NN"):  # no parser or no tagger: as before
+                keep.append(m)
+                continue
+            heads = parse[0]
+
+            def up(k: int) -> list[int]:
+                out = []
+                for _ in range(2):
+                    if heads[k] == k:
+                        break
+                    k = heads[k]
+                    out.append(k)
+                return out
+
+            k = m.start - a
+            tied = [c for c in range(b - a) if c != k and of_slot(tokens[a + c])]
+            if any(k in up(c) or c in up(k) for c in tied):
+                keep.append(m)
         return keep
 
     def _parse_around(self, i: int, j: int, tokens: list[str], output: str | None
@@ -794,7 +856,7 @@ class Matcher:
         parse = self._parse(sent)
         if parse is None:
             return None
-        heads, deps = parse
+        heads, deps = parse[0], parse[1]
         k = i - a
         for _ in range(3):  # up through modifiers of modifiers ("very highly priced")
             g = _governor(k, heads, deps, sent)
@@ -811,20 +873,24 @@ class Matcher:
             k = g
         return None
 
-    def _parse(self, words: tuple[str, ...]) -> tuple[list[int], list[str]] | None:
-        """(heads, labels) of spaCy's dependency parse of ``words`` (pre-tokenised: one spaCy token per matcher
-        token), cached per sentence; None without a parser."""
-        if words in self._parses:
-            return self._parses[words]
+    def _parse(self, words: tuple[str, ...], tags: bool = False
+               ) -> tuple[list[int], list[str], list[str] | None] | None:
+        """(heads, labels, Penn Treebank tags) of spaCy's dependency parse of ``words`` (pre-tokenised: one spaCy
+        token per matcher token), cached per sentence; None without a parser. The tagger runs only where ``tags``
+        asks for them (:meth:`_untied_predicates`); otherwise the tags are None."""
+        got = self._parses.get(words, False)
+        if got is not False and (got is None or not tags or got[2] is not None):
+            return got
         nlp = _syntax_pipeline()
         got = None
         if nlp is not None:
             from spacy.tokens import Doc
 
             doc = Doc(nlp.vocab, words=list(words))
-            for _, proc in nlp.pipeline:
-                doc = proc(doc)
-            got = ([t.head.i for t in doc], [t.dep_ for t in doc])
+            for name, proc in nlp.pipeline:
+                if name != "tagger" or tags:
+                    doc = proc(doc)
+            got = ([t.head.i for t in doc], [t.dep_ for t in doc], [t.tag_ for t in doc] if tags else None)
             self.parsed += 1
         if len(self._parses) > 20_000:  # bounded, as the owners above
             self._parses.clear()
@@ -903,6 +969,7 @@ class Matcher:
         written = {norm_slot(s): s for _, s, _ in facts}
         matches = self._resolve(self._candidates(tokens, mr_slots, raw, written, output), mr_slots)
         matches = self._qualified_triggers(matches, tokens, output, mr_slots)
+        matches = self._untied_predicates(matches, tokens, output, mr_slots)
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
         cue_words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")

@@ -476,3 +476,67 @@ def test_a_negated_existential_denies_the_match_not_the_slot(sf, text):
     no such hotel exists; it does not make the slot's value no (a matcher probe, mr_outputs#mr-33)."""
     al = sf.align("inform_no_match(area='cow hollow';dogsallowed='yes')", text)
     assert [(v.slot, v.status) for v in al.verdicts] == [("area", "realised"), ("dogsallowed", "realised")]
+
+
+# ------------------------------------------------------------------------- a lone digit; a predicate trigger alone
+@pytest.fixture(scope="module")
+def e2e():
+    return Matcher(shipped.load("e2e"))
+
+
+def _read(al) -> tuple[list, list]:
+    return [(v.slot, v.status) for v in al.verdicts if v.status != "realised"], \
+        [(h["slot"], h["value"]) for h in al.hallucinated]
+
+
+@pytest.mark.parametrize("mr, text", [
+    ("name[The Eagle], familyFriendly[yes], customer rating[average]",
+     "One child friendly place, The Eagle, has an average rating."),
+    ("name[Cotto], eatType[coffee shop], food[Chinese]", "At Cotto, you get a coffee shop and Chinese food all in one."),
+    ("name[Taste of Cambridge], food[Chinese]", "Taste of Cambridge is a place where one can order Chinese food."),
+])
+def test_a_lone_digit_states_no_rating_outside_its_slots_context(e2e, mr, text):
+    """E2E's mined pattern "1" of ``customer rating[1 out of 5]`` read the number word "one" wherever it stood (7
+    false invented ratings on the faithful dev references): a one-digit number is as weak alone as a single letter."""
+    assert _read(e2e.align(mr, text)) == ([], [])
+
+
+def test_a_lone_digit_in_its_slots_context_still_states_it(e2e):
+    assert _read(e2e.align("name[The Eagle]", "The Eagle has a customer rating of 1.")) == \
+        ([], [("customer rating", "1 out of 5")])
+    assert _read(e2e.align("name[The Eagle], customer rating[3 out of 5]", "Customers rate The Eagle 3.")) == ([], [])
+    # the MR's own one-digit value is read as the MR writes it, context or not
+    al = Matcher().align("inform(name=pavilion 11;usbports=1)", "the pavilion 11 has 1 usb port .")
+    assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("usbports", "realised")]
+
+
+@pytest.mark.parametrize("matcher, mr, text", [
+    ("e2e", "name[The Wrestlers], customer rating[3 out of 5]", "The Wrestlers is a friendly place rated 3 out of 5."),
+    ("e2e", "name[The Wrestlers], familyFriendly[no]", "Welcome to The Wrestlers, we are not family-friendly."),
+    ("sf", "inform(name='pontiac hostel';hasinternet='yes')",
+     "you will be able to use the internet at the pontiac hostel"),
+])
+def test_a_predicate_trigger_with_no_word_of_its_slot_states_nothing(e2e, sf, matcher, mr, text):
+    """"friendly", "welcome" (familyFriendly) and "use" (acceptscreditcards) are adjectives and verbs: they say the
+    slot only of one of its words. 10 of E2E's 46 false invented facts and SF hotel's one, on faithful references."""
+    assert _read({"e2e": e2e, "sf": sf}[matcher].align(mr, text)) == ([], [])
+
+
+@pytest.mark.parametrize("matcher, mr, text, said", [
+    ("e2e", "name[The Eagle], familyFriendly[yes]", "The Eagle is friendly to families.", "friendly"),
+    ("e2e", "name[The Eagle], familyFriendly[yes]", "The Eagle welcomes children.", "welcomes"),
+    ("sf", "inform(name='red victorian';acceptscreditcards='yes')", "you can use your credit card at the red victorian",
+     "use"),
+    ("sf", "inform(name='chow';kidsallowed='yes')", "chow is a kid friendly restaurant", "friendly"),
+])
+def test_a_predicate_trigger_with_a_word_of_its_slot_still_states_it(e2e, sf, matcher, mr, text, said):
+    al = {"e2e": e2e, "sf": sf}[matcher].align(mr, text)
+    assert _read(al) == ([], []) and al.verdicts[-1].said == said
+
+
+def test_without_a_parser_a_predicate_trigger_stands_alone(monkeypatch):
+    import qe.content.align as align
+
+    monkeypatch.setitem(align._SYNTAX, "nlp", None)
+    al = Matcher(shipped.load("e2e")).align("name[The Wrestlers]", "The Wrestlers is a friendly place.")
+    assert _read(al) == ([], [("familyFriendly", "yes")])
