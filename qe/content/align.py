@@ -677,7 +677,8 @@ class Matcher:
     def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
         """Whether the words ``tokens[i:j]`` and a word of ``cues`` (or a form of one) are tied by the dependency
         parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
-        rating). True without a parser (the window of :meth:`_out_of_context` decides)."""
+        rating), or the cue is what the words qualify as a copula's predicate (:func:`_governor`: "the rating is
+        *b*"). True without a parser (the window of :meth:`_out_of_context` decides)."""
         a, b = _sentence_of(i, j, tokens)
         parse = self._parse_around(i, j, tokens, output)
         if parse is None:
@@ -696,7 +697,11 @@ class Matcher:
         mine = set(range(i - a, j - a))
         cue_at = {k for k in range(b - a) if k not in mine and (tokens[a + k] in cues or (
             content_word(tokens[a + k]) and any(_form_of(tokens[a + k], c) for c in cues)))}
-        return any(set(up(k)) & cue_at for k in mine) or any(set(up(c)) & mine for c in cue_at)
+        if any(set(up(k)) & cue_at for k in mine) or any(set(up(c)) & mine for c in cue_at):
+            return True
+        # the predicate of a copula whose subject is the cue ("Customer rating is a *3*", "its energy rating is *b*")
+        words = tuple(tokens[a:b])
+        return any(_governor(k, heads, parse[2], words) in cue_at for k in mine)
 
     # ------------------------------------------------------------------------------- slots' own words
     def _name_words(self, key: str, names: dict[str, str]) -> tuple[str, ...]:

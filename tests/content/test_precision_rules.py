@@ -505,6 +505,9 @@ def test_a_lone_digit_in_its_slots_context_still_states_it(e2e):
     assert _read(e2e.align("name[The Eagle]", "The Eagle has a customer rating of 1.")) == \
         ([], [("customer rating", "1 out of 5")])
     assert _read(e2e.align("name[The Eagle], customer rating[3 out of 5]", "Customers rate The Eagle 3.")) == ([], [])
+    # the predicate of a copula whose subject is the slot's word is tied to it
+    assert _read(e2e.align("name[Fitzbillies], eatType[coffee shop], customer rating[3 out of 5]",
+                           "Fitzbillies is a coffee shop. Customer rating is a 3.")) == ([], [])
     # the MR's own one-digit value is read as the MR writes it, context or not
     al = Matcher().align("inform(name=pavilion 11;usbports=1)", "the pavilion 11 has 1 usb port .")
     assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("usbports", "realised")]

@@ -155,6 +155,9 @@ def test_a_one_letter_value_does_not_match_the_article():
     assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("type", "realised"),
                                                          ("energyrating", "realised")]
     assert al.hallucinated == []  # "a television" is not the rating A
+    al = m.align("inform(name=x1;type=television;energyrating=b)",
+                 "the x1 is a television . its energy rating is b .")  # a copula's predicate: tied to its subject
+    assert [(v.slot, v.status) for v in al.verdicts][-1] == ("energyrating", "realised")
 
 
 def test_a_one_letter_mr_value_needs_its_context_without_a_lexicon():
