@@ -245,6 +245,17 @@ def _sentence_of(i: int, j: int, tokens: list[str]) -> tuple[int, int]:
     return a, b
 
 
+def _ancestors(k: int, heads: list[int], steps: int) -> list[int]:
+    """The words above word ``k`` of a parsed sentence, nearest first, at most ``steps`` of them (fewer at the root)."""
+    out = []
+    for _ in range(steps):
+        if heads[k] == k:
+            break
+        k = heads[k]
+        out.append(k)
+    return out
+
+
 def _lone_digit(word: str) -> bool:
     """A one-digit number ("1", or "one" as :func:`~qe.content.lexicon.norm_tokens` writes it): as weak alone as a
     single letter ("all in *one*", "*one* can order", "the first kid friendly *one*" say no rating of 1), so it
@@ -585,7 +596,7 @@ class Matcher:
         it by the parse within two steps ("friendly to families", "welcoming to families"). Alone it says
         something else: "a friendly place", "Welcome to The Wrestlers" (E2E), "you will be able to use the
         internet there" (SF hotel, not ``acceptscreditcards``). A noun ("family", "kids", "internet") states its
-        slot alone, as before; so does every trigger without a parser."""
+        slot alone, as before; so does every trigger without a parser or a tagger."""
         keep: list[_Match] = []
         for m in matches:
             if m.source != "trigger" or m.length != 1 or self._kind(m.slot, mr_slots) != "binary":
@@ -609,19 +620,9 @@ class Matcher:
                 keep.append(m)
                 continue
             heads = parse[0]
-
-            def up(k: int) -> list[int]:
-                out = []
-                for _ in range(2):
-                    if heads[k] == k:
-                        break
-                    k = heads[k]
-                    out.append(k)
-                return out
-
             k = m.start - a
             tied = [c for c in range(b - a) if c != k and of_slot(tokens[a + c])]
-            if any(k in up(c) or c in up(k) for c in tied):
+            if any(k in _ancestors(c, heads, 2) or c in _ancestors(k, heads, 2) for c in tied):
                 keep.append(m)
         return keep
 
@@ -686,13 +687,7 @@ class Matcher:
         heads = parse[1]
 
         def up(k: int) -> list[int]:
-            out = []
-            for _ in range(3):
-                if heads[k] == k:
-                    break
-                k = heads[k]
-                out.append(k)
-            return out
+            return _ancestors(k, heads, 3)
 
         mine = set(range(i - a, j - a))
         cue_at = {k for k in range(b - a) if k not in mine and (tokens[a + k] in cues or (
