@@ -93,8 +93,8 @@ from functools import lru_cache
 from typing import Any
 
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, _word_form,
-                                content_word, entity_words, fold, in_context, needs_context, norm_tokens, norm_value,
-                                raw_tokens, rules_lexicon, slot_cues, slot_kind, unexplained_spans)
+                                content_word, entity_words, fold, in_context, is_cue, needs_context, norm_tokens,
+                                norm_value, raw_tokens, rules_lexicon, slot_cues, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
                              tok_close_strict)
@@ -256,12 +256,13 @@ def _ancestors(k: int, heads: list[int], steps: int) -> list[int]:
     return out
 
 
-def _lone_digit(word: str) -> bool:
-    """A one-digit number ("1", or "one" as :func:`~qe.content.lexicon.norm_tokens` writes it): as weak alone as a
-    single letter ("all in *one*", "*one* can order", "the first kid friendly *one*" say no rating of 1), so it
-    states a value only in its slot's context (:meth:`Matcher._out_of_context`) - a lexicon's pattern or trigger;
-    the MR's own value ("has 1 usb port" of ``usbports=1``) is read as the MR writes it."""
-    return len(word) == 1 and word.isdigit()
+def _lone_digit(m: "_Match", tokens: list[str]) -> bool:
+    """A lexicon's one-word mention that is a one-digit number ("1", or "one" as
+    :func:`~qe.content.lexicon.norm_tokens` writes it): as weak alone as a single letter ("all in *one*", "*one* can
+    order", "the first kid friendly *one*" say no rating of 1), so it states a value only in its slot's context
+    (:meth:`Matcher._out_of_context`). The MR's own value ("has 1 usb port" of ``usbports=1``) is read as the MR
+    writes it."""
+    return m.length == 1 and m.source != "value" and len(tokens[m.start]) == 1 and tokens[m.start].isdigit()
 
 
 def _negation_at(tokens: list[str], start: int) -> int | None:
@@ -509,8 +510,7 @@ class Matcher:
         # A lone digit inside a longer mention of its slot ("1" of "1 out of 5") is left to that mention
         # (:meth:`_resolve` prefers it), without a parse
         inside = {(c.slot, k) for c in cands if c.length > 1 for k in range(c.start, c.end)}
-        return [c for c in cands if (c.length == 1 and c.source != "value" and _lone_digit(c.text)
-                                     and (c.slot, c.start) in inside)
+        return [c for c in cands if (_lone_digit(c, tokens) and (c.slot, c.start) in inside)
                 or not self._out_of_context(c, tokens, mr_slots, names, output, raw)]
 
     def _out_of_context(self, m: _Match, tokens: list[str], mr_slots: dict[str, list[str]],
@@ -530,8 +530,7 @@ class Matcher:
                 ((raw or {}).get((m.slot, v)) or "")[:1].isupper() for v in m.values)):
             return False
         words = tokens[m.start:m.end]
-        weak = all(needs_context(t) for t in words) or (len(words) == 1 and _lone_digit(words[0])
-                                                          and m.source != "value")
+        weak = all(needs_context(t) for t in words) or _lone_digit(m, tokens)
         if not weak:
             ctx = self.lexicon.settings.get("context_words") if isinstance(self.lexicon.settings, dict) else None
             if m.length != 1 or not isinstance(ctx, dict) or not any(
@@ -577,7 +576,7 @@ class Matcher:
             if parse is None:
                 keep.append(m)
                 continue
-            a, heads, deps = parse
+            a, heads, deps, _ = parse
             if not (heads[m.start - 1 - a] == m.start - a and deps[m.start - 1 - a] in _NOUN_MODIFIERS):
                 keep.append(m)
                 continue
@@ -605,34 +604,30 @@ class Matcher:
             word = tokens[m.start]
             own = {w for w in self._binary_words(m.slot) if w != word and not _form_of(word, w)
                    and not _form_of(w, word)}
-
-            def of_slot(t: str) -> bool:
-                return t in own or (content_word(t) and any(_form_of(t, w) for w in own))
-
             a, b = _sentence_of(m.start, m.end, tokens)
-            if any(of_slot(t) for t in tokens[max(a, m.start - 2):m.start] + tokens[m.end:min(b, m.end + 2)]):
+            if any(is_cue(t, own) for t in tokens[max(a, m.start - 2):m.start] + tokens[m.end:min(b, m.end + 2)]):
                 keep.append(m)
                 continue
-            cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
-            parse = self._parse(tuple(cased[a:b]), tags=True)
-            tag = None if parse is None else parse[2][m.start - a]
+            parse = self._parse_around(m.start, m.end, tokens, output, tags=True)
+            tag = None if parse is None or parse[3] is None else parse[3][m.start - a]
             if not tag or tag.startswith("NN"):  # no parser or no tagger: as before
                 keep.append(m)
                 continue
-            heads = parse[0]
+            heads = parse[1]
             k = m.start - a
-            tied = [c for c in range(b - a) if c != k and of_slot(tokens[a + c])]
+            tied = [c for c in range(b - a) if c != k and is_cue(tokens[a + c], own)]
             if any(k in _ancestors(c, heads, 2) or c in _ancestors(k, heads, 2) for c in tied):
                 keep.append(m)
         return keep
 
-    def _parse_around(self, i: int, j: int, tokens: list[str], output: str | None
-                      ) -> tuple[int, list[int], list[str]] | None:
-        """(where the sentence of ``tokens[i:j]`` starts, heads, labels) of its dependency parse, or None."""
+    def _parse_around(self, i: int, j: int, tokens: list[str], output: str | None, tags: bool = False
+                      ) -> tuple[int, list[int], list[str], list[str] | None] | None:
+        """(where the sentence of ``tokens[i:j]`` starts, heads, labels, tags where asked: :meth:`_parse`) of its
+        dependency parse, or None."""
         a, b = _sentence_of(i, j, tokens)
         cased = (_cased_tokens(output, tokens) if output is not None else None) or tokens
-        parse = self._parse(tuple(cased[a:b]))
-        return None if parse is None else (a, parse[0], parse[1])
+        parse = self._parse(tuple(cased[a:b]), tags=tags)
+        return None if parse is None else (a, *parse)
 
     def _negated_above(self, i: int, j: int, tokens: list[str], output: str | None) -> int | None:
         """The position of a negation that scopes over the words ``tokens[i:j]`` by the dependency parse of their
@@ -651,7 +646,7 @@ class Matcher:
         parse = self._parse_around(i, j, tokens, output)
         if parse is None:
             return None
-        _, heads, deps = parse
+        _, heads, deps, _ = parse
         mine = range(i - a, j - a)
         top = next((k for k in mine if heads[k] not in mine or heads[k] == k), None)
         if top is None:
@@ -680,18 +675,17 @@ class Matcher:
         parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
         rating), or the cue is what the words qualify as a copula's predicate (:func:`_governor`: "the rating is
         *b*"). True without a parser (the window of :meth:`_out_of_context` decides)."""
-        a, b = _sentence_of(i, j, tokens)
         parse = self._parse_around(i, j, tokens, output)
         if parse is None:
             return True
-        heads = parse[1]
+        a, heads = parse[0], parse[1]
+        b = a + len(heads)
 
         def up(k: int) -> list[int]:
             return _ancestors(k, heads, 3)
 
         mine = set(range(i - a, j - a))
-        cue_at = {k for k in range(b - a) if k not in mine and (tokens[a + k] in cues or (
-            content_word(tokens[a + k]) and any(_form_of(tokens[a + k], c) for c in cues)))}
+        cue_at = {k for k in range(b - a) if k not in mine and is_cue(tokens[a + k], cues)}
         if any(set(up(k)) & cue_at for k in mine) or any(set(up(c)) & mine for c in cue_at):
             return True
         # the predicate of a copula whose subject is the cue ("Customer rating is a *3*", "its energy rating is *b*")

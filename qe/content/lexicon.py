@@ -705,14 +705,18 @@ def slot_cues(key: str, sl: "SlotLexicon", name: str | None = None) -> set[str]:
     return words
 
 
+def is_cue(t: str, cues: Collection[str]) -> bool:
+    """Whether the token ``t`` is a word of ``cues`` or, as a content word, a form of one (:func:`_form_of`)."""
+    return t in cues or (content_word(t) and any(_form_of(t, c) for c in cues))
+
+
 def in_context(tokens: Sequence[str], i: int, j: int, cues: set[str], reach: int = CONTEXT_REACH) -> bool:
-    """Whether a word of ``cues`` (or a form of one: :func:`_form_of`) stands within ``reach`` tokens of
+    """Whether a word of ``cues`` (or a form of one: :func:`is_cue`) stands within ``reach`` tokens of
     ``tokens[i:j]``, in its clause (:data:`_CLAUSE_END`)."""
     for start, step in ((i - 1, -1), (j, 1)):
         k = start
         while 0 <= k < len(tokens) and abs(k - (i if step < 0 else j - 1)) <= reach and tokens[k] not in _CLAUSE_END:
-            t = tokens[k]
-            if t in cues or (content_word(t) and any(_form_of(t, c) for c in cues)):
+            if is_cue(tokens[k], cues):
                 return True
             k += step
     return False
