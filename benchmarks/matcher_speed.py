@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         best = min(best, time.perf_counter() - t0)
     print(f"qe from {qe.__file__}")
     print(f"lexicon: {load:.2f} s; {len(rows)} outputs aligned in {best:.3f} s (best of {a.repeats}): "
-          f"{1000 * best / len(rows):.3f} ms per output")
+          f"{1000 * best / len(rows):.3f} ms per output; {getattr(m, 'parsed', '?')} sentences parsed")
     return 0
 
 

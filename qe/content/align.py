@@ -725,9 +725,10 @@ class Matcher:
            slots' mentions of the word at that position are dropped; where the parse names no single slot, or no
            parser is installed, step 1 decides.
 
-        So the parser runs on few outputs: 60 of the first 1,500 E2E development references
-        (``benchmarks/matcher_speed.py``; docs/results/content-log.md, "Syntax attachment, patterns in their slot,
-        cues in context")."""
+        So the parser runs on few outputs: 60 of the first 1,500 E2E development references when this step alone
+        parsed (docs/results/content-log.md, "Syntax attachment, patterns in their slot, cues in context"); 189 with
+        the matcher's later uses of the parse (negations, qualified and predicate triggers, lone digits:
+        ``benchmarks/matcher_speed.py`` prints the count)."""
         if not cands:
             return cands
         keys = set(mr_slots) | {k for k, sl in self.lexicon.slots.items() if sl.kind == "category"}
