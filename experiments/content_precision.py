@@ -12,7 +12,7 @@ the share of references with no error at all (nothing omitted, wrong, invented o
 ``--lodo``, ``lodo``: a lexicon mined with ``qe content mine`` from the domain's own training pairs only (the command
 is recorded in the row), scoring the domain's held-out references.
 
-Domains and the references read (only ``inform``-type acts for the dialogue-act sets):
+Domains and the references read:
 
 * ``e2e``: the cleaned E2E *development* references with the MR each realises (column ``mr``; ``orig_mr`` is what
   they were written for). LODO: 5 folds of ``orig_mr`` groups (:func:`qe.content.aligner_data.fold_of`, seed 1, the
@@ -26,6 +26,9 @@ Domains and the references read (only ``inform``-type acts for the dialogue-act 
   not of finding words), ``confirm`` / ``select`` / ``request`` (questions; ``select`` offers two values),
   ``reqmore`` / ``goodbye`` (no slots). LODO: mined from the domain's training references (every act, as the
   ``sf`` lexicon is), scored on its test references.
+* ``sfres-acts`` / ``sfhot-acts``: the same test sets, every act that has a slot (``request``, ``select``,
+  ``confirm``, ``inform_no_match`` too): what a user of a dialogue system meets. The check reads what each act
+  means (:data:`qe.content.align.QUESTION_ACTS`, :data:`qe.content.align.NO_MATCH_ACTS`). LODO as above.
 * ``bagel``: BAGEL's 404 references, *relexicalised*: the reader (:func:`qe.data.references.bagel_references`) keeps
   them delexicalised (``X`` for names, near, addresses, quoted areas) with abstract MRs, as the rated EMNLP17 outputs
   are. Here each ``[slot+X]X`` is filled with the next value of that slot in ``FULL_DA`` (the abstract DA's ``X``
@@ -88,11 +91,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-DOMAINS = ("e2e", "sfres", "sfhot", "bagel", "webnlg")
+DOMAINS = ("e2e", "sfres", "sfhot", "sfres-acts", "sfhot-acts", "bagel", "webnlg")
 OPTIONAL_DOMAINS = ("e2e-test",)
 #: the SF acts kept (module docstring says why the others are left out)
 SF_ACTS = ("inform", "inform_only_match", "inform_count")
 SF_NAMES = {"sfres": "SFRES", "sfhot": "SFHOT"}
+#: the SF test references of *every* act that has a slot (questions, offers, no match and confirmations too): what a
+#: user of a dialogue system meets (module docstring)
+SF_EVERY_ACT = {"sfres-acts": "sfres", "sfhot-acts": "sfhot"}
 #: values that are one scale point written two ways: a swap between them is no change of meaning (E2E's price and
 #: rating scales as the cleaned data and the E2E slot-error script read them)
 SAME_MEANING: dict[str, list[frozenset[str]]] = {
@@ -214,14 +220,16 @@ def e2e_items(split: str, data_dir: str | None) -> list[Item]:
     return [Item(r["mr"], r["ref"], f"e2e/{split}:{r['line']}", r["orig_mr"]) for r in e2e_slot_gold(split, data_dir)]
 
 
-def sf_items(domain: str, split: str, data_dir: str | None, acts: tuple[str, ...] | None = SF_ACTS) -> list[Item]:
-    """SF references of ``split``: the acts ``acts`` (None: every act) whose MR has a slot."""
+def sf_items(domain: str, split: str, data_dir: str | None, acts: tuple[str, ...] | None = SF_ACTS,
+             with_slots: bool = True) -> list[Item]:
+    """SF references of ``split``: the acts ``acts`` (None: every act) whose MR has a slot (``with_slots=False``:
+    also those without: ``goodbye()``, as the miner reads them)."""
     from qe.data.references import sf_references
 
     out = []
     for r in sf_references(SF_NAMES[domain], split, data_dir):
         act = r.mr.split("(", 1)[0]
-        if acts is not None and (act not in acts or r.mr.endswith("()")):
+        if (acts is not None and act not in acts) or (with_slots and r.mr.endswith("()")):
             continue
         out.append(Item(r.mr, r.ref, r.source, r.mr))
     return out
@@ -303,6 +311,8 @@ def domain_items(domain: str, data_dir: str | None) -> list[Item]:
         return e2e_items("test", data_dir)
     if domain in SF_NAMES:
         return sf_items(domain, "test", data_dir)
+    if domain in SF_EVERY_ACT:
+        return sf_items(SF_EVERY_ACT[domain], "test", data_dir, acts=None)
     if domain == "bagel":
         return bagel_items(data_dir)
     if domain == "webnlg":
@@ -666,9 +676,10 @@ def lodo_tasks(domain: str, items: list[Item], data_dir: str | None, folds: int,
     """``[(name, training pairs, held-out faithful items), ...]`` of a domain (module docstring)."""
     from qe.content.aligner_data import fold_of
 
-    if domain in SF_NAMES:
-        train = [(i.mr, i.ref) for i in sf_items(domain, "train", data_dir, acts=None)]
-        return [(f"{domain}-train", train, items)]
+    if domain in SF_NAMES or domain in SF_EVERY_ACT:
+        base = SF_EVERY_ACT.get(domain, domain)
+        train = [(i.mr, i.ref) for i in sf_items(base, "train", data_dir, acts=None, with_slots=False)]
+        return [(f"{base}-train", train, items)]
     if domain == "webnlg":
         return [("webnlg-train", [(i.mr, i.ref) for i in webnlg_items("train", data_dir)], items)]
     if domain in ("e2e", "bagel"):

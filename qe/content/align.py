@@ -93,7 +93,7 @@ from functools import lru_cache
 from typing import Any
 
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, _word_form,
-                                content_word, entity_words, fold, in_context, is_cue, needs_context, norm_tokens,
+                                content_word, entity_words, fold, function_words, in_context, is_cue, needs_context, norm_tokens,
                                 norm_value, raw_tokens, rules_lexicon, slot_cues, slot_kind, unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
@@ -102,6 +102,14 @@ from qe.core.surface import (entity_text, entity_variants, find_all, find_approx
 STATUSES = ("realised", "omitted", "wrong", "unchecked")
 #: tokens that end the scope of a negation cue (and of a value's context)
 SCOPE_END = frozenset({".", "!", "?", ";", ",", ":", "but", "and", "although", "however", "while", "whereas", "yet"})
+#: dialogue acts that ask the user to choose a value of a slot (``?request(area)``, ``?select(kidsallowed=yes;
+#: kidsallowed=no)``): the values a text names for an asked slot are the options it offers ("breakfast, lunch or
+#: dinner?"), not facts it states; and a binary slot asked with both values is one question, realised by any wording
+#: of the slot whatever its polarity ("do you care if kids are allowed?")
+QUESTION_ACTS = frozenset({"request", "select"})
+#: dialogue acts that say no entity fits their slots (``inform_no_match``): the negation of the existential ("there
+#: are *no* hotels that allow dogs", "I could *not* find a restaurant that allows kids") is not the binary slot's
+NO_MATCH_ACTS = frozenset({"inform_no_match"})
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
 #: how many steps up the dependency parse a negation may stand from a binary slot's words and scope over them
@@ -111,6 +119,8 @@ NEGATION_DEPTH = 4
 #: a noun phrase as adverbial modifier; not a compound or an adjective, as in "a *star* family restaurant", "the
 #: *entire* family", "*available* internet", which still say the slot)
 _NOUN_MODIFIERS = frozenset({"npadvmod"})
+#: dependency labels of a clause that qualifies a noun ("hotels *that allow dogs*", "restaurants *allowing kids*")
+_NOUN_CLAUSES = frozenset({"relcl", "acl"})
 #: dependency labels of a clause of its own: a negation above one does not reach into it
 _OWN_CLAUSE = frozenset({"conj", "advcl", "ccomp", "parataxis"})
 #: how far (tokens, in its sentence) another category slot's word may stand from a one-word value mention for its
@@ -670,6 +680,24 @@ class Matcher:
                     return a + c
         return None
 
+    def _denies_existence(self, cue: int, i: int, j: int, tokens: list[str], output: str | None) -> bool:
+        """Whether the negation cue at ``cue`` (before the words ``tokens[i:j]``) denies that an entity exists rather
+        than the words: by the dependency parse of their sentence it qualifies neither the words nor the word they
+        hang from ("there are *no* restaurants allowing kids", "I could *not* find a hotel that allows dogs"; not
+        "a hotel that does *not* allow dogs", "*no* dogs allowed"). False without a parser (the cue counts)."""
+        parse = self._parse_around(i, j, tokens, output)
+        if parse is None:
+            return False
+        a, heads, deps = parse[0], parse[1], parse[2]
+        mine = set(range(i - a, j - a))
+        c = cue - a
+        if not 0 <= c < len(heads) or c in mine:
+            return False
+        # the words' own clause: the words, and what they are an argument of ("kids are not *allowed*"); not the
+        # noun a clause of theirs qualifies ("no *hotels* that allow dogs")
+        own = set(mine) | {heads[k] for k in mine if heads[k] not in mine and deps[k] not in _NOUN_CLAUSES}
+        return heads[c] not in own
+
     def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
         """Whether the words ``tokens[i:j]`` and a word of ``cues`` (or a form of one) are tied by the dependency
         parse of their sentence: one is on the other's way up to the root within 3 steps ("rating of *b*": b, of,
@@ -962,6 +990,11 @@ class Matcher:
             mr_slots.setdefault(key, []).append(nv)
             raw[(key, nv)] = (v or "").strip()
         written = {norm_slot(s): s for _, s, _ in facts}
+        acts_of: dict[str, set[str]] = {}
+        for act, s, _ in facts:
+            acts_of.setdefault(norm_slot(s), set()).add(act)
+        # slots a question asks for (:data:`QUESTION_ACTS`): the values a text names for them are options, no facts
+        asked = {key for key, acts in acts_of.items() if acts & QUESTION_ACTS}
         matches = self._resolve(self._candidates(tokens, mr_slots, raw, written, output), mr_slots)
         matches = self._qualified_triggers(matches, tokens, output, mr_slots)
         matches = self._untied_predicates(matches, tokens, output, mr_slots)
@@ -975,9 +1008,15 @@ class Matcher:
                 best = max(vals, key=vals.get)
                 pol = best in ("yes", "true")
                 cue = _negation_at(tokens, m.start)
+                if cue is not None and acts_of.get(m.slot) and acts_of[m.slot] <= NO_MATCH_ACTS and \
+                        self._denies_existence(cue, m.start, m.end, tokens, output):
+                    cue = None  # "there are no hotels that allow dogs": no such hotel, not no dogs
                 after = _negation_after(tokens, m.end) if cue is None else None
                 above = self._negated_above(m.start, m.end, tokens, output) \
                     if cue is None and after is None and not (set(m.text.split()) & NEGATIONS) else None
+                if above is not None and acts_of.get(m.slot) and acts_of[m.slot] <= NO_MATCH_ACTS and \
+                        self._denies_existence(above, m.start, m.end, tokens, output):
+                    above = None  # "I could not find a restaurant that allows kids"
                 if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol
                     cue_words[id(m)] = " ".join(tokens[cue:m.end])
@@ -993,11 +1032,19 @@ class Matcher:
         consumed: set[int] = set()
         # realised first (so a slot with two values, e.g. near[x], near[y], gets both), then wrong
         pending = []
-        for _, s, v in facts:
+        for act, s, v in facts:
             key, nv = norm_slot(s), norm_value(v)
             nv = spelled.get((key, nv), nv)
             if v is not None and nv in UNCHECKED_VALUES:
                 al.verdicts.append(Verdict(s, v, "unchecked"))
+                continue
+            if act == "select" and v is not None and self._kind(key, mr_slots) == "binary":
+                # "do you care if kids are allowed?" asks select(kidsallowed=yes, kidsallowed=no): any wording of
+                # the slot realises each of its alternatives, whatever its polarity
+                ms = [m for m, _ in said.get(key, [])]
+                al.verdicts.append(Verdict(s, v, "realised", cue_words.get(id(ms[0]), ms[0].text),
+                                           spans=[(m.start, m.end) for m in ms]) if ms else Verdict(s, v, "omitted"))
+                consumed.update(id(m) for m in ms)
                 continue
             if v is None:  # a slot without value (request(area)): talked about or not
                 hit = next((k for k, (m, _) in enumerate(said.get(key, [])) if id(m) not in consumed), None)
@@ -1085,8 +1132,12 @@ class Matcher:
         # that fact's wording, not a fact the MR lacks
         unchecked = {norm_slot(vd.slot) for vd in al.verdicts if vd.status == "unchecked" and vd.value is not None}
         for (key, val), m in extra.items():
-            if key in unchecked:
-                continue
+            if key in unchecked or key in asked:
+                continue  # asked: "breakfast, brunch, lunch or dinner?" offers values of request(goodformeal)
+            sl = self.lexicon.slots.get(key)
+            if sl is not None and sl.kind == "entity" and m.length == 1 and tokens[m.start] in function_words():
+                continue  # a name that is a function word ("so", a restaurant) states a name the MR lacks nowhere:
+                # "so , you want a place good for any meal"
             if m.length == 1 and isinstance(background, dict) and tokens[m.start] in (background.get(key) or ()):
                 continue  # a word faithful texts write without the slot ("restaurant", "price range"): alone, no
                 # evidence that the text states this value (a fact of the MR it still realises, or says is wrong)

@@ -1,0 +1,104 @@
+"""What a dialogue act means for the content check (docs/results/content-log.md, "Questions, offers and no match: what
+an act asks"): a question (``request``, ``select``) offers values, it states none; a binary slot asked with both
+values is one question; ``inform_no_match`` denies that an entity exists, not its binary slot; a name that is a
+function word invents no name. Measured on SF restaurant and SF hotel (both), with the shipped SF lexicon only."""
+from __future__ import annotations
+
+import pytest
+
+from qe.content import Matcher, shipped
+from qe.content.align import _syntax_pipeline
+
+
+@pytest.fixture(scope="module")
+def sf():
+    return Matcher(shipped.load("sf"))
+
+
+def _statuses(al):
+    return [(v.slot, v.value, v.status) for v in al.verdicts]
+
+
+def _invented(al):
+    return [(h["slot"], h["value"]) for h in al.hallucinated]
+
+
+@pytest.mark.parametrize("text", [
+    "are you looking for breakfast , brunch , lunch or dinner",
+    "would you like breakfast , brunch , lunch , or dinner",
+])
+def test_a_request_offers_values_and_states_none(sf, text):
+    al = sf.align("request(goodformeal)", text)
+    assert _invented(al) == []
+    assert _statuses(al) == [("goodformeal", None, "realised")]
+
+
+def test_the_same_values_in_an_inform_are_facts(sf):
+    # control: stated, the values the MR lacks are invented facts
+    al = sf.align("inform(name='la mar',goodformeal='breakfast')", "la mar is good for breakfast , lunch or dinner")
+    assert ("goodformeal", "breakfast") not in _invented(al)
+    assert _invented(al)
+
+
+@pytest.mark.parametrize("mr, text", [
+    ("select(kidsallowed='yes',kidsallowed='no')", "do you care if kids are allowed"),
+    ("select(kidsallowed='yes',kidsallowed='no')", "would you prefer a place that does not allow kids"),
+    ("select(dogsallowed='yes',dogsallowed='no')", "are you looking for a hotel that allows dogs"),
+    ("select(hasinternet='yes',hasinternet='no')", "do you need internet"),
+])
+def test_a_binary_slot_selected_with_both_values_is_one_question(sf, mr, text):
+    al = sf.align(mr, text)
+    assert [s for _, _, s in _statuses(al)] == ["realised", "realised"]
+    assert _invented(al) == []
+
+
+def test_a_select_that_does_not_name_the_slot_omits_it(sf):
+    al = sf.align("select(kidsallowed='yes',kidsallowed='no')", "what price range are you looking for")
+    assert [s for _, _, s in _statuses(al)] == ["omitted", "omitted"]
+    # and an inform of the same slot still reads its polarity
+    al = sf.align("inform(name='la mar',kidsallowed='yes')", "la mar does not allow kids")
+    assert _statuses(al)[1][2] == "wrong"
+
+
+needs_parser = pytest.mark.skipif(_syntax_pipeline() is None, reason="no spaCy English pipeline installed")
+
+
+@needs_parser
+@pytest.mark.parametrize("mr, text", [
+    ("inform_no_match(kidsallowed='yes',food='moroccan')",
+     "sorry , there are no restaurants allowing kids and serving moroccan food"),
+    ("inform_no_match(food='french',kidsallowed='yes')", "sorry but i could not find a french restaurant that allows kids"),
+    ("inform_no_match(area='embarcadero',kidsallowed='yes',pricerange='expensive')",
+     "unfortunately i could not find any expensive restaurants in embarcadero that allow kids"),
+    ("inform_no_match(pricerange='inexpensive',dogsallowed='yes')",
+     "i am sorry , but there are no inexpensive hotels that allow dogs"),
+])
+def test_no_match_denies_the_entity_not_its_binary_slot(sf, mr, text):
+    al = sf.align(mr, text)
+    assert {s for _, _, s in _statuses(al)} == {"realised"}, _statuses(al)
+    assert _invented(al) == []
+
+
+@needs_parser
+@pytest.mark.parametrize("mr, text, status", [
+    # the slot's own negation still counts in a no-match act ...
+    ("inform_no_match(pricerange='inexpensive',dogsallowed='no')",
+     "there are no inexpensive hotels that do not allow dogs", "realised"),
+    ("inform_no_match(pricerange='inexpensive',dogsallowed='yes')",
+     "there are no inexpensive hotels that do not allow dogs", "wrong"),
+    # ... and in an inform the negation above the slot's words is the slot's
+    ("inform(name='la mar',kidsallowed='yes')", "la mar is not a restaurant that allows kids", "wrong"),
+])
+def test_the_slots_own_negation_still_counts(sf, mr, text, status):
+    al = sf.align(mr, text)
+    binary = [s for slot, _, s in _statuses(al) if slot in ("dogsallowed", "kidsallowed")]
+    assert binary == [status]
+
+
+def test_a_name_that_is_a_function_word_invents_no_name(sf):
+    assert "so" in shipped.load("sf").slots["name"].values  # an SF restaurant is called "so"
+    al = sf.align("confirm(kidsallowed='dont_care')", "so you do not care whether it allows childs or not")
+    assert _invented(al) == []
+    # the MR's own name is still read
+    al = sf.align("inform(name='so',food='chinese')", "so serves chinese food")
+    assert [s for _, _, s in _statuses(al)] == ["realised", "realised"]
