@@ -209,7 +209,7 @@ def naive_verdicts(mr: str, text: str) -> list[tuple[str, str | None, str]]:
 def verdict_of(detail: dict, slot: str, value: str | None, nth: int = 0) -> dict | None:
     """The ``nth`` verdict of a fact in a ``details()`` row (verdicts name the slot and value as the MR writes
     them)."""
-    hits = [v for v in detail["verdicts"] if v["slot"] == slot and v["value"] == value]
+    hits = [v for v in detail["verdicts"] if v["slot"] == slot and v.get("value") == value]
     return hits[nth] if nth < len(hits) else None
 
 

@@ -693,9 +693,17 @@ class Matcher:
         c = cue - a
         if not 0 <= c < len(heads) or c in mine:
             return False
-        # the words' own clause: the words, and what they are an argument of ("kids are not *allowed*"); not the
-        # noun a clause of theirs qualifies ("no *hotels* that allow dogs")
-        own = set(mine) | {heads[k] for k in mine if heads[k] not in mine and deps[k] not in _NOUN_CLAUSES}
+        # the words' own clause: the words and their way up to its verb ("kids are not *allowed*", "does not
+        # *accept* credit cards"); not the noun a clause of theirs qualifies ("no *hotels* that allow dogs")
+        own = set(mine)
+        k = next((x for x in mine if heads[x] not in mine or heads[x] == x), None)
+        for _ in range(NEGATION_DEPTH):
+            if k is None or heads[k] == k or deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE:
+                break
+            k = heads[k]
+            own.add(k)
+            if deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE or heads[k] == k:
+                break  # the clause's verb
         return heads[c] not in own
 
     def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
@@ -1048,11 +1056,14 @@ class Matcher:
                 continue
             if v is None:  # a slot without value (request(area)): talked about or not
                 hit = next((k for k, (m, _) in enumerate(said.get(key, [])) if id(m) not in consumed), None)
-                if hit is None:  # no pattern of the slot (a lexicon knows few for a slot's name): its words
+                if hit is None:  # no pattern of the slot (a lexicon knows few for a slot's name): its words, or
+                    # a wording the lexicon mined for the slot asked without a value ("close to", "what part of the
+                    # city": :func:`qe.content.lexicon._mine_about`)
+                    sl = self.lexicon.slots.get(key)
                     words = norm_tokens(property_words(s))
-                    ok = bool(words) and _slot_words_said(tokens, words)
-                    al.verdicts.append(Verdict(s, v, "realised" if ok else "omitted",
-                                               " ".join(words) if ok else None))
+                    found = " ".join(words) if words and _slot_words_said(tokens, words) else next(
+                        (g for g in (sl.about if sl is not None else ()) if _slot_words_said(tokens, g.split())), None)
+                    al.verdicts.append(Verdict(s, v, "realised" if found else "omitted", found))
                     continue
                 al.verdicts.append(Verdict(s, v, "omitted" if hit is None else "realised",
                                            None if hit is None else said[key][hit][0].text))

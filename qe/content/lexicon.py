@@ -133,10 +133,16 @@ class SlotLexicon:
     #: the slot's name as the data's MRs write it (``customer rating`` for the key ``customerrating``); outputs name
     #: a slot their MR does not hold by it. Not part of the checksum (lexicons mined before it keep theirs)
     name: str | None = None
+    #: n-grams that say the slot is talked about, without a value ("what part of the city", "close to" for SF's
+    #: ``near``): mined only for a slot the data asks for without a value (``request(near)``), and read only for such
+    #: a fact (:func:`mine`). Left out of the JSON when empty (lexicons mined before it keep their checksum)
+    about: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": self.kind, "examples": self.examples, "values": self.values,
                "patterns": self.patterns, "triggers": self.triggers}
+        if self.about:
+            out["about"] = self.about
         if self.name:
             out["name"] = self.name
         return out
@@ -153,7 +159,7 @@ class SlotLexicon:
             raise ValueError(f"{at}: field 'kind' is {'missing' if 'kind' not in d else 'not a name'}; give binary, "
                              "category or entity")
         for key, typ, what in (("values", dict, "an object"), ("patterns", dict, "an object"),
-                               ("triggers", list, "a list")):
+                               ("triggers", list, "a list"), ("about", list, "a list")):
             if key in d and not isinstance(d[key], typ):
                 raise ValueError(f"{at}: field {key!r} must be {what}, not {type(d[key]).__name__}")
         # every string the matcher reads is checked here, where the file and slot can be named: an empty pattern
@@ -172,10 +178,12 @@ class SlotLexicon:
                 if isinstance(count, bool) or not isinstance(count, (int, float)) or not count >= 0:
                     raise ValueError(f"{at}: field 'patterns', pattern {key!r}, value {value!r}: the count must be "
                                      f"a number >= 0, not {count!r}")
-        for i, t in enumerate(d.get("triggers", [])):
-            if not isinstance(t, str) or not t.strip():
-                raise ValueError(f"{at}: field 'triggers', item {i}: must be the words of a trigger (a non-empty "
-                                 f"string), not {t!r}")
+        for fld in ("triggers", "about"):
+            for i, t in enumerate(d.get(fld, [])):
+                if not isinstance(t, str) or not t.strip():
+                    raise ValueError(f"{at}: field {fld!r}, item {i}: must be the words of a "
+                                     f"{'trigger' if fld == 'triggers' else 'wording of the slot'} (a non-empty "
+                                     f"string), not {t!r}")
         if d.get("name") is not None and not isinstance(d["name"], str):
             raise ValueError(f"{at}: field 'name' must be the slot's name as written (a string), not {d['name']!r}")
         try:
@@ -183,7 +191,7 @@ class SlotLexicon:
         except (TypeError, ValueError):
             raise ValueError(f"{at}: field 'examples' must be a whole number, not {d['examples']!r}") from None
         return cls(d["kind"], dict(d.get("values", {})), {k: dict(v) for k, v in d.get("patterns", {}).items()},
-                   list(d.get("triggers", [])), examples, d.get("name") or None)
+                   list(d.get("triggers", [])), examples, d.get("name") or None, list(d.get("about", [])))
 
 
 @dataclass
@@ -614,6 +622,7 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         common = _context_words(key, sl, checkable, texts, gram_n, gram_slot, n, n_slot[key], slot_names[key])
         if common:
             context_words[key] = common
+    _mine_about(lex, texts, names, n_slot, min_count, min_precision, max_n, stop)
     lex.settings["dropped_patterns"] = {why: dropped[why] for why in DROP_REASONS}
     if context_words:
         lex.settings["context_words"] = context_words
@@ -627,6 +636,53 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
         _join_scale_pairs(lex, scale)
         lex.settings["scale_pairs"] = {k: [[a, b] for a, b, _ in v] for k, v in sorted(scale.items())}
     return lex
+
+
+def _mine_about(lex: "Lexicon", texts, names: set[str], n_slot: Counter, min_count: int, min_precision: float,
+                max_n: int, stop: frozenset[str]) -> None:
+    """The wordings of each slot that texts ask for without a value (``request(near)``), read from the texts whose MR
+    asks for a slot so (questions): an n-gram in ``min_count`` of them or more, ``min_count`` asking for the slot,
+    whose normalised lift for the slot among them is at least ``min_precision`` and the highest of any asked slot's,
+    unlikely by chance at the slot's rate among them (as a trigger: :data:`TRIGGER_ALPHA`), not only function words,
+    not a value, pattern or trigger of the slot already, and no longer one whose part is kept ("close to", "what part
+    of the city", "spend"). Why: a question names its slot in words of its own ("how much would you like to spend" for
+    ``request(pricerange)``), which no value pattern holds; the matcher reads them for a fact without value only."""
+    asked_texts = [(frozenset(k for k, vals in facts.items() if "" in vals), toks) for facts, toks in texts]
+    asked_texts = [(keys, toks) for keys, toks in asked_texts if keys]
+    if not asked_texts:
+        return
+    m = len(asked_texts)
+    n_asked = Counter(k for keys, _ in asked_texts for k in keys)
+    g_n: Counter = Counter()
+    g_slot: dict[str, Counter] = defaultdict(Counter)
+    for keys, toks in asked_texts:
+        for g in _ngrams(delexicalise(toks, names), max_n):
+            if all(t in stop or t in AUXILIARIES or t in NEGATIONS or not t.isalnum() for t in g.split()):
+                continue
+            g_n[g] += 1
+            for k in keys:
+                g_slot[g][k] += 1
+    for key in sorted(n_asked):
+        sl = lex.slots.get(key)
+        if sl is None or n_asked[key] >= m:
+            continue
+        p = n_asked[key] / m
+        known = set(sl.patterns) | set(sl.triggers) | set(sl.values)
+        cands = []
+        for g, cnt in g_n.items():
+            c = g_slot[g].get(key, 0)
+            if cnt < min_count or c < min_count or g in known or _lift(c / cnt, p) < min_precision:
+                continue
+            if any(_lift(k / cnt, n_asked[o] / m) > _lift(c / cnt, p) for o, k in g_slot[g].items() if o != key):
+                continue
+            if _chance(c, cnt, p) < TRIGGER_ALPHA:
+                cands.append(g)
+        kept: list[str] = []
+        for g in sorted(cands, key=lambda x: (len(x.split()), x)):
+            toks = g.split()
+            if not any(" ".join(toks[i:j]) in kept for i in range(len(toks)) for j in range(i + 1, len(toks) + 1)):
+                kept.append(g)
+        sl.about = kept
 
 
 #: a one-word value, pattern or trigger that at least this share of the texts *without* its slot hold is a common

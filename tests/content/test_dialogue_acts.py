@@ -102,3 +102,54 @@ def test_a_name_that_is_a_function_word_invents_no_name(sf):
     # the MR's own name is still read
     al = sf.align("inform(name='so',food='chinese')", "so serves chinese food")
     assert [s for _, _, s in _statuses(al)] == ["realised", "realised"]
+
+
+@needs_parser
+def test_a_negation_of_the_slots_verb_counts_through_its_object(sf):
+    # "credit" hangs from "cards", the object of the negated "accept": the slot's own clause
+    al = sf.align("inform_no_match(pricerange='pricey',acceptscreditcards='no')",
+                  "i could not find a pricey hotel that does not accept credit cards")
+    assert {s for _, _, s in _statuses(al)} == {"realised"}, _statuses(al)
+    assert _invented(al) == []
+
+
+def _asking_pairs():
+    """A tiny dialogue corpus: questions for ``near`` and ``pricerange`` without a value, and informs."""
+    out = []
+    for i in range(12):
+        out += [("request(near)", "where would you like it to be close to"),
+                ("request(near)", "what location are you looking for"),
+                ("request(pricerange)", "how much would you like to spend"),
+                ("request(pricerange)", "what price range are you looking for"),
+                (f"inform(name='place {i}',near='soma',pricerange='cheap')", f"place {i} is a cheap hotel near soma"),
+                (f"inform(name='spot {i}',near='haight',pricerange='pricey')", f"spot {i} is a pricey hotel near haight")]
+    return out
+
+
+def test_a_slot_asked_without_value_gets_the_words_its_questions_use():
+    from qe.content.lexicon import Lexicon, mine
+
+    lex = mine(_asking_pairs(), min_count=5)
+    assert "spend" in lex.slots["pricerange"].about
+    assert {"close", "location"} <= set(lex.slots["near"].about)
+    assert lex.slots["pricerange"].about and not set(lex.slots["pricerange"].about) & set(lex.slots["near"].about)
+    # kept in the JSON, read back, and absent (the checksum unchanged) where no question asks a slot so
+    assert Lexicon.from_dict(lex.to_dict()).slots["near"].about == lex.slots["near"].about
+    plain = mine([p for p in _asking_pairs() if not p[0].startswith("request")], min_count=5)
+    assert all(not sl.about for sl in plain.slots.values())
+    assert all("about" not in d for d in plain.to_dict()["slots"].values())
+    m = Matcher(lex)
+    assert [v.status for v in m.align("request(pricerange)", "how much are you willing to spend").verdicts] == \
+        ["realised"]
+    assert [v.status for v in m.align("request(near)", "how much are you willing to spend").verdicts] == ["omitted"]
+
+
+def test_a_lexicon_file_with_a_malformed_about_names_the_slot():
+    from qe.content.lexicon import Lexicon
+
+    d = {"format": 1, "slots": {"near": {"kind": "entity", "about": ["close", ""]}}}
+    from qe.content.lexicon import LEXICON_FORMAT
+
+    d["format"] = LEXICON_FORMAT
+    with pytest.raises(ValueError, match=r"slot 'near': field 'about', item 1"):
+        Lexicon.from_dict(d, "my.json")
