@@ -368,11 +368,23 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
     bar = tqdm(specs, desc="scorers", unit="scorer", disable=not progress or len(specs) < 2)
     for spec in bar:
         bar.set_postfix_str(spec.label)
+        scorer = None
         if prev is not None and prev[1].get("scorer_specs", {}).get(spec.label) == spec.key():
             pm = prev[1]["metrics"]
             names = [n for n, m in pm.items() if m.get("source") == "scorer" and
                      (n == spec.label or n.startswith(spec.label + "."))]
+            stale = None
             if names and all(n in prev[0] for n in names):
+                # the same config entry may now be another scorer (an upgraded qe, a mined lexicon, new weights):
+                # its finished scores are reused only where its signature is the one they were made with
+                scorer = load_scorer(spec, device)
+                now = Signature.of(scorer.signature)
+                stale = next((n for n in names if pm[n]["signature"] != (
+                    now if n == spec.label else now.with_fields(component=n[len(spec.label) + 1:]))), None)
+                if stale is not None:
+                    log.warning("scorer %s: the scores in %s were made by %s; this scorer is %s: scoring again",
+                                spec.label, out_dir / SCORES_FILE, pm[stale]["signature"], now)
+            if names and all(n in prev[0] for n in names) and stale is None:
                 for n in names:
                     metrics[n] = prev[0][n]
                     info[n] = MetricInfo(n, "scorer", bool(pm[n]["higher_is_better"]), pm[n]["signature"],
@@ -383,7 +395,7 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
                 specs_done[spec.label] = spec.key()
                 log.info("scorer %s: reused finished scores from %s", spec.label, out_dir / SCORES_FILE)
                 continue
-        scorer = load_scorer(spec, device)
+        scorer = scorer if scorer is not None else load_scorer(spec, device)
         kw = _inputs_for(scorer, spec, records, dataset_name)
         log.info("scorer %s: scoring %d outputs (%s)", spec.label, len(texts), scorer.signature)
         t_scorer = time.perf_counter()

@@ -134,6 +134,26 @@ def test_checkpoint_survives_a_crash_and_resume_skips_finished_scorers(cfg_for, 
     assert CALLS["count"] == calls + 1
 
 
+def test_resume_scores_again_where_the_scorer_is_no_longer_the_one_that_made_the_scores(cfg_for, tmp_path, caplog,
+                                                                                       monkeypatch):
+    """The same config entry may be another scorer after an upgrade (a new lexicon, new weights): its signature
+    says so, and stale scores are not reused silently."""
+    out = tmp_path / "run"
+    run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    calls = CALLS["count"]
+    old = _Counting.signature
+    monkeypatch.setattr(_Counting, "signature", property(lambda self: old.fget(self).with_fields(lexicon="v2")))
+    with caplog.at_level("WARNING"):
+        run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    assert CALLS["count"] == calls + 1
+    assert "were made by test-counting" in caplog.text and "scoring again" in caplog.text
+    meta = json.loads((out / "scores.meta.json").read_text())
+    assert "lexicon:v2" in meta["metrics"]["count"]["signature"]
+    # and with the signature unchanged the next run reuses them
+    run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    assert CALLS["count"] == calls + 1
+
+
 def test_a_run_naming_fewer_scorers_keeps_the_dropped_scores_aside(cfg_for, tmp_path, caplog):
     """Adding a scorer to a folder by naming only it must not lose the finished scores of the others silently."""
     out = tmp_path / "run"
