@@ -93,8 +93,9 @@ from functools import lru_cache
 from typing import Any
 
 from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexicon, WordForms, _form_of, _word_form,
-                                content_word, entity_words, fold, function_words, in_context, is_cue, needs_context, norm_tokens,
-                                norm_value, raw_tokens, rules_lexicon, slot_cues, slot_kind, unexplained_spans)
+                                content_word, entity_words, fold, function_words, in_context, is_cue, needs_context,
+                                norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_cues, slot_kind,
+                                unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
 from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
                              tok_close_strict)
@@ -682,9 +683,10 @@ class Matcher:
 
     def _denies_existence(self, cue: int, i: int, j: int, tokens: list[str], output: str | None) -> bool:
         """Whether the negation cue at ``cue`` (before the words ``tokens[i:j]``) denies that an entity exists rather
-        than the words: by the dependency parse of their sentence it qualifies neither the words nor the word they
-        hang from ("there are *no* restaurants allowing kids", "I could *not* find a hotel that allows dogs"; not
-        "a hotel that does *not* allow dogs", "*no* dogs allowed"). False without a parser (the cue counts)."""
+        than the words: by the dependency parse of their sentence it qualifies neither the words nor a word on their
+        way up to their clause's verb (within :data:`NEGATION_DEPTH` steps), but the noun their clause qualifies or a
+        verb above ("there are *no* restaurants allowing kids", "I could *not* find a hotel that allows dogs"; not "a
+        hotel that does *not* accept credit cards", "*no* dogs allowed"). False without a parser (the cue counts)."""
         parse = self._parse_around(i, j, tokens, output)
         if parse is None:
             return False

@@ -428,6 +428,9 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     is a pattern of the two together although neither alone is most of its texts), and each value of a pair joins
     the compatible values of the other's wordings (:func:`_join_scale_pairs`).
 
+    A slot the MRs ask for without a value (``request(near)``) also gets the words its questions use, read for such a
+    fact only (:func:`_mine_about`: the field ``about``).
+
     Triples MRs (RDF) are skipped: their entities are matched by their own surface forms. ``mr_format``: how the MRs
     are read (:func:`qe.core.mr.parse_acts`; ``auto``: detected per MR)."""
     from qe.core.mr import TRIPLE_ACT, parse_acts
