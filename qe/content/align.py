@@ -122,6 +122,9 @@ NEGATION_DEPTH = 4
 _NOUN_MODIFIERS = frozenset({"npadvmod"})
 #: dependency labels of a clause that qualifies a noun ("hotels *that allow dogs*", "restaurants *allowing kids*")
 _NOUN_CLAUSES = frozenset({"relcl", "acl"})
+#: dependency labels of a noun's place in its clause: a prepositional phrase under one qualifies the noun ("no
+#: laptops *for business computing*", "no hotels *with internet*")
+_NOMINAL_DEPS = frozenset({"nsubj", "nsubjpass", "dobj", "attr", "pobj", "appos", "dative", "oprd"})
 #: dependency labels of a clause of its own: a negation above one does not reach into it
 _OWN_CLAUSE = frozenset({"conj", "advcl", "ccomp", "parataxis"})
 #: how far (tokens, in its sentence) another category slot's word may stand from a one-word value mention for its
@@ -684,8 +687,8 @@ class Matcher:
     def _denies_existence(self, cue: int, i: int, j: int, tokens: list[str], output: str | None) -> bool:
         """Whether the negation cue at ``cue`` (before the words ``tokens[i:j]``) denies that an entity exists rather
         than the words: by the dependency parse of their sentence it qualifies neither the words nor a word on their
-        way up to their clause's verb (within :data:`NEGATION_DEPTH` steps), but the noun their clause qualifies or a
-        verb above ("there are *no* restaurants allowing kids", "I could *not* find a hotel that allows dogs"; not "a
+        way up to their clause's verb (within :data:`NEGATION_DEPTH` steps), but the noun their clause or phrase
+        qualifies or a verb above ("there are *no* restaurants allowing kids", "I could *not* find a hotel that allows dogs"; not "a
         hotel that does *not* accept credit cards", "*no* dogs allowed"). False without a parser (the cue counts)."""
         parse = self._parse_around(i, j, tokens, output)
         if parse is None:
@@ -700,8 +703,9 @@ class Matcher:
         own = set(mine)
         k = next((x for x in mine if heads[x] not in mine or heads[x] == x), None)
         for _ in range(NEGATION_DEPTH):
-            if k is None or heads[k] == k or deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE:
-                break
+            if k is None or heads[k] == k or deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE or (
+                    deps[k] == "prep" and deps[heads[k]] in _NOMINAL_DEPS):
+                break  # a phrase that qualifies a noun ("no laptops *for business computing*")
             k = heads[k]
             own.add(k)
             if deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE or heads[k] == k:

@@ -153,3 +153,20 @@ def test_a_lexicon_file_with_a_malformed_about_names_the_slot():
     d["format"] = LEXICON_FORMAT
     with pytest.raises(ValueError, match=r"slot 'near': field 'about', item 1"):
         Lexicon.from_dict(d, "my.json")
+
+
+@needs_parser
+@pytest.mark.parametrize("mr, text, status", [
+    # a phrase that qualifies the denied noun is no clause of the slot's own: without a lexicon for the slot too
+    ("inform_no_match(type=laptop;isforbusinesscomputing=true;family=satellite)",
+     "there are no satellite laptops for business computing", "realised"),
+    ("inform_no_match(type=laptop;isforbusinesscomputing=false;family=satellite)",
+     "there are no satellite laptops that are not for business computing", "realised"),
+    ("inform_no_match(type=laptop;isforbusinesscomputing=false;family=satellite)",
+     "there are no satellite laptops for business computing", "wrong"),
+])
+def test_no_match_through_a_phrase_that_qualifies_the_noun(mr, text, status):
+    from qe.content.lexicon import rules_lexicon
+
+    al = Matcher(rules_lexicon()).align(mr, text)
+    assert [s for slot, _, s in _statuses(al) if slot == "isforbusinesscomputing"] == [status]
