@@ -184,8 +184,10 @@ def summary(lex) -> list[str]:
     n_val = sum(len(s.values) for s in lex.slots.values())
     n_pat = sum(len(s.patterns) for s in lex.slots.values())
     n_trig = sum(len(s.triggers) for s in lex.slots.values())
+    n_about = sum(len(s.about) for s in lex.slots.values())
     lines = [f"lexicon from {lex.settings.get('texts', '?')} texts: {len(lex.slots)} slots, {n_val} values, "
-             f"{n_pat} patterns, {n_trig} triggers"]
+             f"{n_pat} patterns, {n_trig} triggers"
+             + (f", {n_about} wordings of slots asked without a value" if n_about else "")]
     for key, sl in sorted(lex.slots.items()):
         pats = sorted(sl.patterns, key=lambda g: -sum(sl.patterns[g].values()))
         shown = ", ".join(f"{g!r}" for g in (pats[:4] or sl.triggers[:4]))

@@ -138,6 +138,11 @@ def test_a_slot_asked_without_value_gets_the_words_its_questions_use():
     plain = mine([p for p in _asking_pairs() if not p[0].startswith("request")], min_count=5)
     assert all(not sl.about for sl in plain.slots.values())
     assert all("about" not in d for d in plain.to_dict()["slots"].values())
+    # `qe content mine` says what it learned
+    from qe.content.mining import summary
+
+    assert "wordings of slots asked without a value" in summary(lex)[0]
+    assert "wordings" not in summary(plain)[0]
     m = Matcher(lex)
     assert [v.status for v in m.align("request(pricerange)", "how much are you willing to spend").verdicts] == \
         ["realised"]
