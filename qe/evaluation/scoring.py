@@ -377,13 +377,18 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
             if names and all(n in prev[0] for n in names):
                 # the same config entry may now be another scorer (an upgraded qe, a mined lexicon, new weights):
                 # its finished scores are reused only where its signature is the one they were made with
-                scorer = load_scorer(spec, device)
-                now = Signature.of(scorer.signature)
-                stale = next((n for n in names if pm[n]["signature"] != (
-                    now if n == spec.label else now.with_fields(component=n[len(spec.label) + 1:]))), None)
-                if stale is not None:
-                    log.warning("scorer %s: the scores in %s were made by %s; this scorer is %s: scoring again",
-                                spec.label, out_dir / SCORES_FILE, pm[stale]["signature"], now)
+                try:
+                    scorer = load_scorer(spec, device)
+                except Exception as exc:  # not loadable here (weights elsewhere): its finished scores still stand
+                    log.warning("scorer %s: cannot load it to check that the scores in %s are its own (%s); reusing "
+                                "them as they are", spec.label, out_dir / SCORES_FILE, exc)
+                else:
+                    now = Signature.of(scorer.signature)
+                    stale = next((n for n in names if pm[n]["signature"] != (
+                        now if n == spec.label else now.with_fields(component=n[len(spec.label) + 1:]))), None)
+                    if stale is not None:
+                        log.warning("scorer %s: the scores in %s were made by %s; this scorer is %s: scoring again",
+                                    spec.label, out_dir / SCORES_FILE, pm[stale]["signature"], now)
             if names and all(n in prev[0] for n in names) and stale is None:
                 for n in names:
                     metrics[n] = prev[0][n]

@@ -152,6 +152,18 @@ def test_resume_scores_again_where_the_scorer_is_no_longer_the_one_that_made_the
     # and with the signature unchanged the next run reuses them
     run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
     assert CALLS["count"] == calls + 1
+    # a scorer that cannot be loaded here (its weights are elsewhere) keeps its finished scores, and says so
+    import qe.evaluation.scoring as scoring
+
+    def unloadable(spec, device=None):
+        raise OSError("no weights here")
+
+    monkeypatch.setattr(scoring, "load_scorer", unloadable)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        run_evaluation(cfg_for("scorer=[]", "+scorers.count.model=test-counting", "plots.enabled=false"))
+    assert CALLS["count"] == calls + 1
+    assert "cannot load it to check" in caplog.text and "no weights here" in caplog.text
 
 
 def test_a_run_naming_fewer_scorers_keeps_the_dropped_scores_aside(cfg_for, tmp_path, caplog):
