@@ -703,13 +703,13 @@ class Matcher:
         own = set(mine)
         k = next((x for x in mine if heads[x] not in mine or heads[x] == x), None)
         for _ in range(NEGATION_DEPTH):
+            # stop at the clause's verb (the root, or the head of a clause of its own or of one that qualifies a
+            # noun), and at a phrase that qualifies a noun ("no laptops *for business computing*")
             if k is None or heads[k] == k or deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE or (
                     deps[k] == "prep" and deps[heads[k]] in _NOMINAL_DEPS):
-                break  # a phrase that qualifies a noun ("no laptops *for business computing*")
+                break
             k = heads[k]
             own.add(k)
-            if deps[k] in _NOUN_CLAUSES or deps[k] in _OWN_CLAUSE or heads[k] == k:
-                break  # the clause's verb
         return heads[c] not in own
 
     def _tied(self, i: int, j: int, tokens: list[str], output: str | None, cues: set[str]) -> bool:
@@ -1021,15 +1021,15 @@ class Matcher:
             if (sl is not None and sl.kind == "binary") or m.source == "trigger":
                 best = max(vals, key=vals.get)
                 pol = best in ("yes", "true")
+                # in a no-match act a negation may deny the entity, not the slot (:meth:`_denies_existence`)
+                no_match = bool(acts_of.get(m.slot)) and acts_of[m.slot] <= NO_MATCH_ACTS
                 cue = _negation_at(tokens, m.start)
-                if cue is not None and acts_of.get(m.slot) and acts_of[m.slot] <= NO_MATCH_ACTS and \
-                        self._denies_existence(cue, m.start, m.end, tokens, output):
+                if cue is not None and no_match and self._denies_existence(cue, m.start, m.end, tokens, output):
                     cue = None  # "there are no hotels that allow dogs": no such hotel, not no dogs
                 after = _negation_after(tokens, m.end) if cue is None else None
                 above = self._negated_above(m.start, m.end, tokens, output) \
                     if cue is None and after is None and not (set(m.text.split()) & NEGATIONS) else None
-                if above is not None and acts_of.get(m.slot) and acts_of[m.slot] <= NO_MATCH_ACTS and \
-                        self._denies_existence(above, m.start, m.end, tokens, output):
+                if above is not None and no_match and self._denies_existence(above, m.start, m.end, tokens, output):
                     above = None  # "I could not find a restaurant that allows kids"
                 if cue is not None and not (set(m.text.split()) & NEGATIONS):
                     pol = not pol

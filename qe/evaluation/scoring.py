@@ -373,8 +373,8 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
             pm = prev[1]["metrics"]
             names = [n for n, m in pm.items() if m.get("source") == "scorer" and
                      (n == spec.label or n.startswith(spec.label + "."))]
-            stale = None
-            if names and all(n in prev[0] for n in names):
+            reuse = bool(names) and all(n in prev[0] for n in names)
+            if reuse:
                 # the same config entry may now be another scorer (an upgraded qe, a mined lexicon, new weights):
                 # its finished scores are reused only where its signature is the one they were made with
                 try:
@@ -387,9 +387,10 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
                     stale = next((n for n in names if pm[n]["signature"] != (
                         now if n == spec.label else now.with_fields(component=n[len(spec.label) + 1:]))), None)
                     if stale is not None:
+                        reuse = False
                         log.warning("scorer %s: the scores in %s were made by %s; this scorer is %s: scoring again",
                                     spec.label, out_dir / SCORES_FILE, pm[stale]["signature"], now)
-            if names and all(n in prev[0] for n in names) and stale is None:
+            if reuse:
                 for n in names:
                     metrics[n] = prev[0][n]
                     info[n] = MetricInfo(n, "scorer", bool(pm[n]["higher_is_better"]), pm[n]["signature"],
