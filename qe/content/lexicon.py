@@ -641,6 +641,41 @@ def mine(pairs: Iterable[tuple[str, str]], *, source: str = "pairs", min_count: 
     return lex
 
 
+#: two slots asked without a value are kindred when the values the texts give them share at least this share of the
+#: smaller slot's values (and :data:`KINDRED_MIN` values or more): SF's ``area`` and ``near`` (18 of near's 42 values
+#: are areas in the restaurant data, 11 of 19 in the hotel data: "nob hill", "presidio")
+KINDRED_SHARE = 0.25
+KINDRED_MIN = 2
+
+
+def _kindred_groups(texts, asked: set[str]) -> list[frozenset[str]]:
+    """Groups (two slots or more) of the slots in ``asked`` that are kindred (:data:`KINDRED_SHARE`): they take the
+    same kind of value, so a question of one is a question of the other ("what part of the city are you looking for"
+    under ``request(area)`` and under ``request(near)``). Binary and unchecked values do not count."""
+    vals: dict[str, set[str]] = defaultdict(set)
+    for facts, _ in texts:
+        for k, vs in facts.items():
+            if k in asked:
+                vals[k] |= {v for v in vs if v not in UNCHECKED_VALUES and v not in BINARY_VALUES}
+    parent = {k: k for k in asked}
+
+    def root(k: str) -> str:
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    keys = sorted(k for k in asked if vals[k])
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            shared = len(vals[a] & vals[b])
+            if shared >= KINDRED_MIN and shared >= KINDRED_SHARE * min(len(vals[a]), len(vals[b])):
+                parent[root(b)] = root(a)
+    groups: dict[str, set[str]] = defaultdict(set)
+    for k in asked:
+        groups[root(k)].add(k)
+    return [frozenset(g) for _, g in sorted(groups.items()) if len(g) > 1]
+
+
 def _mine_about(lex: "Lexicon", texts, names: set[str], n_slot: Counter, min_count: int, min_precision: float,
                 max_n: int, stop: frozenset[str]) -> None:
     """The wordings of each slot that texts ask for without a value (``request(near)``), read from the texts whose MR
@@ -649,43 +684,66 @@ def _mine_about(lex: "Lexicon", texts, names: set[str], n_slot: Counter, min_cou
     unlikely by chance at the slot's rate among them (as a trigger: :data:`TRIGGER_ALPHA`), not only function words,
     not a value, pattern or trigger of the slot already, and no longer one whose part is kept ("close to", "what part
     of the city", "spend"). Why: a question names its slot in words of its own ("how much would you like to spend" for
-    ``request(pricerange)``), which no value pattern holds; the matcher reads them for a fact without value only."""
+    ``request(pricerange)``), which no value pattern holds; the matcher reads them for a fact without value only.
+
+    Kindred slots (:func:`_kindred_groups`: they share their values) are read as one slot too, against the slots
+    outside the group; a wording that singles the group out and that questions for each of them use is a wording of
+    each: SF's hotel questions for ``area`` and for ``near`` are worded alike ("what part
+    of the city are you looking for", "where are you looking"), so no wording singles out either slot alone. A wording
+    that only one of them uses stays that slot's ("close" for near), and slots of other kinds never share a wording
+    so: one that two of them share ("prefer") names neither. No wording is another slot's value with function words
+    ("hotel", "a hotel": SF's ``type``; the location questions are mostly the hotel domain's, so "hotel" singles them
+    out among the merged SF questions)."""
     asked_texts = [(frozenset(k for k, vals in facts.items() if "" in vals), toks) for facts, toks in texts]
     asked_texts = [(keys, toks) for keys, toks in asked_texts if keys]
     if not asked_texts:
         return
     m = len(asked_texts)
     n_asked = Counter(k for keys, _ in asked_texts for k in keys)
+    groups = _kindred_groups(texts, set(n_asked))
+    units = [frozenset([k]) for k in sorted(n_asked)] + groups
+    n_unit = Counter({u: sum(1 for keys, _ in asked_texts if keys & u) for u in units})
     g_n: Counter = Counter()
-    g_slot: dict[str, Counter] = defaultdict(Counter)
+    g_unit: dict[str, Counter] = defaultdict(Counter)
     for keys, toks in asked_texts:
         for g in _ngrams(delexicalise(toks, names), max_n):
             if all(t in stop or t in AUXILIARIES or t in NEGATIONS or not t.isalnum() for t in g.split()):
                 continue
             g_n[g] += 1
-            for k in keys:
-                g_slot[g][k] += 1
-    for key in sorted(n_asked):
-        sl = lex.slots.get(key)
-        if sl is None or n_asked[key] >= m:
+            for u in units:
+                if keys & u:
+                    g_unit[g][u] += 1
+    found: dict[str, list[str]] = defaultdict(list)
+    for unit in units:
+        members = [k for k in sorted(unit) if lex.slots.get(k) is not None]
+        if not members or n_unit[unit] >= m:
             continue
-        p = n_asked[key] / m
-        known = set(sl.patterns) | set(sl.triggers) | set(sl.values)
-        cands = []
+        p = n_unit[unit] / m
+        known = set().union(*(set(sl.patterns) | set(sl.triggers) | set(sl.values)
+                              for sl in (lex.slots[k] for k in members)))
+        rivals = [frozenset([o]) for o in n_asked if o not in unit]
+        others = {v for o, sl in lex.slots.items() if o not in unit for v in sl.values}
         for g, cnt in g_n.items():
-            c = g_slot[g].get(key, 0)
+            c = g_unit[g].get(unit, 0)
             if cnt < min_count or c < min_count or g in known or _lift(c / cnt, p) < min_precision:
                 continue
-            if any(_lift(k / cnt, n_asked[o] / m) > _lift(c / cnt, p) for o, k in g_slot[g].items() if o != key):
+            content = [t for t in g.split() if t not in stop]
+            if " ".join(content) in others or any(t in others for t in content):
+                continue  # another slot's value ("hotel", "looking for a hotel": SF's type), not the question's words
+            if any(_lift(g_unit[g].get(o, 0) / cnt, n_unit[o] / m) > _lift(c / cnt, p) for o in rivals):
                 continue
+            if len(unit) > 1 and not all(g_unit[g].get(frozenset([k]), 0) for k in unit):
+                continue  # a wording of one of the kindred slots only ("close" for near) stays that slot's
             if _chance(c, cnt, p) < TRIGGER_ALPHA:
-                cands.append(g)
+                for k in members:
+                    found[k].append(g)
+    for key, cands in found.items():
         kept: list[str] = []
-        for g in sorted(cands, key=lambda x: (len(x.split()), x)):
+        for g in sorted(set(cands), key=lambda x: (len(x.split()), x)):
             toks = g.split()
             if not any(" ".join(toks[i:j]) in kept for i in range(len(toks)) for j in range(i + 1, len(toks) + 1)):
                 kept.append(g)
-        sl.about = kept
+        lex.slots[key].about = kept
 
 
 #: a one-word value, pattern or trigger that at least this share of the texts *without* its slot hold is a common

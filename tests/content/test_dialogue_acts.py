@@ -149,6 +149,62 @@ def test_a_slot_asked_without_value_gets_the_words_its_questions_use():
     assert [v.status for v in m.align("request(near)", "how much are you willing to spend").verdicts] == ["omitted"]
 
 
+def _kindred_pairs():
+    """``area`` and ``near`` take the same values (places) and their questions share a wording; ``pricerange`` and
+    ``food`` are other kinds of slot and share one too ("do you prefer"); questions for a location name the type's
+    value ("hotel")."""
+    out = []
+    for i in range(12):
+        out += [("request(area)", "what part of the city do you want the hotel in"),
+                ("request(near)", "what part of the city do you want the hotel in"),
+                ("request(area)", "which area do you want"),
+                ("request(near)", "what should it be close to"),
+                ("request(pricerange)", "what price range do you prefer"),
+                ("request(food)", "what food do you prefer"),
+                (f"inform(name='place {i}',type='hotel',area='soma',near='nob hill')",
+                 f"place {i} is a hotel in soma near nob hill"),
+                (f"inform(name='spot {i}',type='hotel',area='nob hill',near='soma')",
+                 f"spot {i} is a hotel in nob hill near soma"),
+                (f"inform(name='inn {i}',type='hotel',pricerange='cheap',food='thai')",
+                 f"inn {i} is a cheap hotel serving thai food")]
+    return out
+
+
+def test_kindred_slots_share_the_wordings_of_their_questions(monkeypatch):
+    import qe.content.lexicon as lexicon
+
+    lex = lexicon.mine(_kindred_pairs(), min_count=5)
+    for key in ("area", "near"):
+        assert "city" in lex.slots[key].about, (key, lex.slots[key].about)
+        assert not {"hotel", "the hotel"} & set(lex.slots[key].about)  # the type's value is no question's wording
+    assert "close" in lex.slots["near"].about and "close" not in lex.slots["area"].about  # one slot's own stays its
+    # slots of other kinds keep apart: "prefer" names neither
+    assert not any("prefer" in g for k in ("pricerange", "food") for g in lex.slots[k].about)
+    m = Matcher(lex)
+    for mr in ("request(area)", "request(near)"):
+        assert [v.status for v in m.align(mr, "what part of the city are you looking for").verdicts] == ["realised"]
+    assert [v.status for v in m.align("request(pricerange)", "what part of the city are you looking for").verdicts] \
+        == ["omitted"]
+    # without kindred slots no wording singles out either slot: both questions are omitted
+    monkeypatch.setattr(lexicon, "_kindred_groups", lambda texts, asked: [])
+    apart = lexicon.mine(_kindred_pairs(), min_count=5)
+    assert "city" not in apart.slots["area"].about and "city" not in apart.slots["near"].about
+    assert [v.status for v in Matcher(apart).align("request(area)", "what part of the city are you looking for")
+            .verdicts] == ["omitted"]
+
+
+def test_kindred_slots_need_shared_values():
+    from qe.content.lexicon import _kindred_groups
+
+    texts = [({"area": {"soma", "castro", "mission"}}, []), ({"near": {"soma", "japantown"}}, []),
+             ({"food": {"thai"}, "pricerange": {"cheap", "dont_care"}}, []),
+             ({"kidsallowed": {"yes", "no"}, "dogsallowed": {"yes", "no"}}, [])]
+    asked = {"area", "near", "food", "pricerange", "kidsallowed", "dogsallowed"}
+    assert _kindred_groups(texts, asked) == []  # one shared value is chance; yes/no and dont_care say nothing
+    texts.append(({"near": {"castro"}}, []))
+    assert _kindred_groups(texts, asked) == [frozenset({"area", "near"})]
+
+
 def test_a_lexicon_file_with_a_malformed_about_names_the_slot():
     from qe.content.lexicon import Lexicon
 
