@@ -80,6 +80,7 @@ trained on, ``e2e`` for ``content-aligner-e2e``), else the scorer's default (``n
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -88,6 +89,7 @@ from qe.content.lexicon import Lexicon
 from qe.content.shipped import DATASET_LEXICONS, triple_pairs
 from qe.content.shipped import mine_dataset_lexicon as _mine_dataset
 from qe.core.scorer import Scorer
+from qe.core.signature import Signature
 
 #: what ``score=`` makes the score: the counts (``coverage``, the default) or ``coverage_soft`` (``soft``: partial
 #: evidence and extents; ``soft-partial``: partial evidence only, the component then computed so)
@@ -298,6 +300,21 @@ class AutoMatcher:
         parts = [k if k == "rules" else f"{k}:{v}" for k, v in sorted(self._used.items())]
         return f"auto[{','.join(parts)}]"
 
+    def used_as(self, before: str) -> str:
+        """What :meth:`used` would say now had the MRs picked the lexicons ``before`` (an earlier :meth:`used`:
+        ``auto[sf:<checksum>,rules]``) names: their checksums as they are now (``<name>:missing`` for one no longer
+        known), so a changed lexicon shows. A bare ``auto`` names nothing (``qe evaluate`` until 2026-12-07 recorded
+        the signature before scoring): ``auto[unrecorded]``, which matches no scores."""
+        m = re.fullmatch(r"auto\[(.*)\]", before)
+        if m is None:
+            return "auto[unrecorded]"
+        parts = []
+        for part in m.group(1).split(","):
+            name = part.split(":", 1)[0]
+            lex = self.lexicons().get(name)
+            parts.append("rules" if name == "rules" else f"{name}:{lex.checksum if lex is not None else 'missing'}")
+        return f"auto[{','.join(parts)}]"
+
     def align(self, mr: str, output: str, where: str = "<mr>") -> Alignment:
         return self.matcher_for(mr, where).align(mr, output, where=where)
 
@@ -380,6 +397,15 @@ class CoverageScorer(Scorer):
                                          aligner_mode, aligner_additions, aligner_threshold)
         self.penalties = (float(wrong_penalty), float(hallucination_penalty), float(repeat_penalty))
         self._last: tuple | None = None
+
+    def signature_for(self, made_by: str) -> Signature:
+        """With ``lexicon=auto`` the lexicons ``made_by`` names, with their checksums now (:meth:`AutoMatcher.used_as`):
+        a scorer that has scored nothing says only ``auto``, which would match the scores of any lexicon."""
+        sig = self.signature
+        m = re.search(r"(?:^|\|)lexicon:(auto(?:\[[^\]|]*\])?)(?:\||$)", str(made_by))
+        if not self.auto or m is None:
+            return sig
+        return Signature(sig.name, {**sig.fields, "lexicon": self.matcher.used_as(m.group(1))}, sig.versions)
 
     def signature_fields(self) -> dict[str, Any]:
         if self.auto:

@@ -101,6 +101,14 @@ class Scorer(abc.ABC):
         :meth:`signature_fields` and the versions of ``qe`` and :attr:`signature_libraries`."""
         return Signature(self.name, self.signature_fields(), library_versions(self.signature_libraries))
 
+    def signature_for(self, made_by: str) -> Signature:
+        """The signature this scorer would give the outputs that ``made_by`` (the signature an earlier run of the same
+        configuration recorded) was given for: :attr:`signature`, unless what the signature names was picked by the
+        inputs, which a scorer that has scored nothing cannot say (``coverage --opt lexicon=auto`` names the
+        lexicons the MRs picked: it answers with their checksums now). ``qe evaluate``'s resume reuses finished scores
+        only where the two are the same."""
+        return self.signature
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.signature}>"
 

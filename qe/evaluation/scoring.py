@@ -383,7 +383,9 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
                     log.warning("scorer %s: cannot load it to check that the scores in %s are its own (%s); reusing "
                                 "them as they are", spec.label, out_dir / SCORES_FILE, exc)
                 else:
-                    now = Signature.of(scorer.signature)
+                    made_by = pm[names[0]]["signature"]
+                    fit = getattr(scorer, "signature_for", None)
+                    now = Signature.of(fit(made_by) if fit is not None else scorer.signature)
                     stale = next((n for n in names if pm[n]["signature"] != (
                         now if n == spec.label else now.with_fields(component=n[len(spec.label) + 1:]))), None)
                     if stale is not None:
@@ -406,15 +408,16 @@ def collect_metrics(records: Sequence[Record], specs: Sequence[ScorerSpec], out_
         log.info("scorer %s: scoring %d outputs (%s)", spec.label, len(texts), scorer.signature)
         t_scorer = time.perf_counter()
         bs = spec.batch_size or batch_size
-        sig = scorer.signature
         if spec.components:
             comps = scorer.score_components(texts, batch_size=bs, progress=progress, **kw)
+            sig = scorer.signature  # after scoring: it may name what the inputs picked (lexicon=auto[sf:...])
             for cname, vals in comps.items():
                 n = f"{spec.label}.{cname}"
                 metrics[n] = np.asarray(vals, float)
                 info[n] = MetricInfo(n, "scorer", _orientation(spec, scorer, cname), Signature.of(sig).with_fields(component=cname), spec.model)
         else:
             metrics[spec.label] = np.asarray(scorer.score(texts, batch_size=bs, progress=progress, **kw), float)
+            sig = scorer.signature
             info[spec.label] = MetricInfo(spec.label, "scorer", _orientation(spec, scorer, None), sig, spec.model)
             cs = corpus_scores(scorer, records, kw, dataset_name)
             if cs:

@@ -166,6 +166,79 @@ def test_resume_scores_again_where_the_scorer_is_no_longer_the_one_that_made_the
     assert "cannot load it to check" in caplog.text and "no weights here" in caplog.text
 
 
+PICKED = {"table": "v1"}
+
+
+@qe.register_scorer("test-picking")
+class _Picking(Scorer):
+    """Its signature names what the inputs picked, as ``coverage --opt lexicon=auto`` does: ``auto`` before it has
+    scored anything, ``auto[table:<version>]`` after."""
+
+    name = "test-picking"
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.used = None
+
+    def signature_fields(self):
+        return {"lexicon": "auto" if self.used is None else f"auto[table:{self.used}]"}
+
+    def signature_for(self, made_by):
+        import re
+
+        m = re.search(r"lexicon:(auto(?:\[[^\]|]*\])?)", str(made_by))
+        if m is None or m.group(1) == "auto":
+            return self.signature
+        return self.signature.with_fields(lexicon=f"auto[table:{PICKED['table']}]")
+
+    def _score(self, outputs, **kw):
+        CALLS["count"] += 1
+        self.used = PICKED["table"]
+        return [float(len(o)) for o in outputs]
+
+
+def test_resume_sees_a_change_in_what_the_inputs_picked(cfg_for, tmp_path, caplog, monkeypatch):
+    """A signature that names what the inputs picked is recorded after scoring, and the resume compares the scores'
+    signature with what the scorer would pick now: a loaded scorer that has scored nothing says only ``auto``."""
+    out = tmp_path / "run"
+    run_evaluation(cfg_for("scorer=[]", "+scorers.pick.model=test-picking", "plots.enabled=false"))
+    meta = json.loads((out / "scores.meta.json").read_text())
+    assert "lexicon:auto[table:v1]" in meta["metrics"]["pick"]["signature"]
+    calls = CALLS["count"]
+    run_evaluation(cfg_for("scorer=[]", "+scorers.pick.model=test-picking", "plots.enabled=false"))
+    assert CALLS["count"] == calls  # the same table: reused
+    monkeypatch.setitem(PICKED, "table", "v2")
+    with caplog.at_level("WARNING"):
+        run_evaluation(cfg_for("scorer=[]", "+scorers.pick.model=test-picking", "plots.enabled=false"))
+    assert CALLS["count"] == calls + 1 and "scoring again" in caplog.text
+    assert "lexicon:auto[table:v2]" in json.loads((out / "scores.meta.json").read_text())["metrics"]["pick"]["signature"]
+
+
+def test_coverage_auto_answers_for_the_lexicons_its_scores_were_made_with(monkeypatch):
+    from qe.content import shipped
+    from qe.content.lexicon import Lexicon
+
+    sc = qe.load("coverage")
+    assert "lexicon:auto|" in str(sc.signature)  # nothing scored: nothing picked
+    sc.score(["The Eagle is a pub."], mrs=["name[The Eagle], eatType[pub]"])
+    made = str(sc.signature)
+    assert "lexicon:auto[e2e:" in made
+    fresh = qe.load("coverage")
+    assert str(fresh.signature_for(made)) == made
+    # a bare auto names no lexicon (recorded before scoring, by an older qe): it matches nothing
+    assert "lexicon:auto[unrecorded]" in str(fresh.signature_for(str(fresh.signature)))
+    # the same lexicon's name with other contents (mined again): the checksum it has now shows
+    d = shipped.load("e2e").to_dict()
+    d["slots"].pop(sorted(d["slots"])[0])
+    other = Lexicon.from_dict(d)
+    changed = qe.load("coverage")
+    monkeypatch.setattr(changed.matcher, "lexicons", lambda: {"e2e": other})
+    assert str(changed.signature_for(made)) != made and "lexicon:auto[e2e:" in str(changed.signature_for(made))
+    # a scorer with a named lexicon has nothing to pick: its signature
+    named = qe.load("coverage", lexicon="e2e")
+    assert named.signature_for(made) == named.signature
+
+
 def test_a_run_naming_fewer_scorers_keeps_the_dropped_scores_aside(cfg_for, tmp_path, caplog):
     """Adding a scorer to a folder by naming only it must not lose the finished scores of the others silently."""
     out = tmp_path / "run"
