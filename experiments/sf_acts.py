@@ -2,12 +2,19 @@
 
     OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid
     OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid --show request select
+    OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid --wrong-slot
 
 The rules for what an act means (questions offer values, a binary slot selected with both values is one question,
 no-match denies the entity; :data:`qe.content.align.QUESTION_ACTS`, :data:`qe.content.align.NO_MATCH_ACTS`) were
 written reading the *valid* split's errors (``--show`` prints the references with an error, MR and text, to this
 terminal only: the project stores no corpus text); the test split is reported by ``experiments.content_precision``
 (rows ``sfres-acts`` / ``sfhot-acts``). Every reference whose MR has a slot is counted (``goodbye()`` is not).
+
+``--wrong-slot`` asks the other way, whether the check still sees a question for the wrong slot: each question for
+one slot without a value (``request(area)``) is scored under a request for every other slot its domain's questions
+ask, and the table counts how many are called ``realised`` (a question for the wrong slot passed), split into
+kindred slots (:func:`qe.content.lexicon._kindred_groups` on the domain's training pairs: their questions share a
+wording by design) and slots of another kind.
 """
 from __future__ import annotations
 
@@ -22,7 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="valid", choices=("train", "valid", "test"))
     ap.add_argument("--lexicon", default="auto", help="coverage's lexicon option (default auto: the shipped sf)")
     ap.add_argument("--show", nargs="*", default=(), metavar="ACT", help="print these acts' references with an error")
+    ap.add_argument("--wrong-slot", action="store_true",
+                    help="score each question under a request for another slot instead (see the module's doc)")
     a = ap.parse_args(argv)
+    if a.wrong_slot:
+        return wrong_slot(a)
 
     import qe
     from experiments.content_precision import run_scorer, sf_items
@@ -54,6 +65,45 @@ def main(argv: list[str] | None = None) -> int:
         for act, c in sorted(by.items(), key=lambda x: -x[1]["refs"]):
             print(f"  {act:18s} {c['refs']:5d} {100 - 100 * c['bad'] / c['refs']:8.1f}% {c['omitted']:8d} "
                   f"{c['wrong']:6d} {c['hallucinated']:9d} {c['repeated']:9d}")
+    return 0
+
+
+def wrong_slot(a) -> int:
+    """Questions scored under a request for another slot: how many the check calls realised."""
+    import qe
+    from experiments.content_precision import run_scorer, sf_items
+    from qe.content.lexicon import _kindred_groups
+    from qe.core.mr import parse_mr
+
+    scorer = qe.load("coverage", lexicon=a.lexicon, data_dir=a.data_dir)
+    print(f"# {scorer.signature}; SF {a.split}, questions for one slot without a value, under another slot's request")
+    print(f"  {'domain':7s} {'slots':8s} {'pairs':>6s} {'realised':>9s}")
+    for dom in ("sfres", "sfhot"):
+        texts = []
+        for it in sf_items(dom, "train", a.data_dir, acts=None):
+            facts: dict[str, set[str]] = defaultdict(set)
+            for slot, v in parse_mr(it.mr, it.where)[1]:
+                facts[slot].add(v or "")
+            texts.append((facts, []))
+        asked = {k for f, _ in texts for k, vs in f.items() if "" in vs}
+        groups = _kindred_groups(texts, asked)
+        qs = [(it.mr[len("request("):-1], it.ref) for it in sf_items(dom, a.split, a.data_dir, acts=("request",))
+              if "=" not in it.mr and "," not in it.mr]
+        slots = sorted({s for s, _ in qs})
+        mrs, refs, kinds = [], [], []
+        for s, ref in qs:
+            for o in slots:
+                if o != s:
+                    mrs.append(f"request({o})")
+                    refs.append(ref)
+                    kinds.append("kindred" if any({s, o} <= g for g in groups) else "other")
+        got: Counter = Counter()
+        for kind, d in zip(kinds, run_scorer(scorer, mrs, refs)):
+            got[(kind, "pairs")] += 1
+            got[(kind, "realised")] += d["verdicts"][0]["status"] == "realised"
+        for kind in ("other", "kindred"):
+            if got[(kind, "pairs")]:
+                print(f"  {dom:7s} {kind:8s} {got[(kind, 'pairs')]:6d} {got[(kind, 'realised')]:9d}")
     return 0
 
 
