@@ -210,10 +210,13 @@ def _digest(record) -> str:
 def _identity(metrics: list[tuple[str, Any]], opts: dict, components: bool) -> str:
     """What scored a partial output's rows: the scorers' signatures (``KEY=SIGNATURE`` with several ``-m``), the
     ``--opt`` options and ``--components``."""
+    def of(scorer: Any) -> str:  # known before scoring (coverage's lexicon=auto: every lexicon it may pick)
+        return scorer.identity() if hasattr(scorer, "identity") else str(scorer.signature)
+
     if len(metrics) == 1:
-        ident = str(metrics[0][1].signature)
+        ident = of(metrics[0][1])
     else:
-        ident = " + ".join(f"{key}={scorer.signature}" for key, scorer in metrics)
+        ident = " + ".join(f"{key}={of(scorer)}" for key, scorer in metrics)
     if opts:
         ident += " opt:" + json.dumps(opts, sort_keys=True)
     if components:

@@ -407,6 +407,15 @@ class CoverageScorer(Scorer):
             return sig
         return Signature(sig.name, {**sig.fields, "lexicon": self.matcher.used_as(m.group(1))}, sig.versions)
 
+    def identity(self) -> str:
+        """With ``lexicon=auto``: every lexicon it may pick, with its checksum (``auto(e2e:...,sf:...,webnlg:...)``),
+        so rows scored before a lexicon changed are not continued with the new one."""
+        sig = self.signature
+        if not self.auto:
+            return str(sig)
+        every = ",".join(f"{n}:{lex.checksum}" for n, lex in sorted(self.matcher.lexicons().items()))
+        return str(Signature(sig.name, {**sig.fields, "lexicon": f"auto({every})"}, sig.versions))
+
     def signature_fields(self) -> dict[str, Any]:
         if self.auto:
             lexicon = self.matcher.used()

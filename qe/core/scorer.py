@@ -109,6 +109,12 @@ class Scorer(abc.ABC):
         only where the two are the same."""
         return self.signature
 
+    def identity(self) -> str:
+        """What must be the same for ``qe score --resume`` to keep rows scored earlier, known before scoring:
+        :attr:`signature`, unless the signature names what the inputs pick (coverage's ``lexicon=auto``: it names
+        every lexicon it may pick, with its checksum)."""
+        return str(self.signature)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.signature}>"
 

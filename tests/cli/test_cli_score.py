@@ -235,3 +235,32 @@ def test_bad_input_leaves_no_empty_partial_output(tmp_path, capsys):
                  "-o", str(out), "-q"]) == 2
     assert "line-aligned" in capsys.readouterr().err
     assert not out.exists() and not (tmp_path / "s.jsonl.partial").exists()
+
+
+def test_resume_refuses_rows_scored_with_other_lexicons(tmp_path, monkeypatch):
+    """coverage's lexicon=auto picks lexicons while it scores; what --resume compares names every lexicon it may
+    pick, so rows scored before a shipped lexicon changed are not continued with the new one."""
+    from qe.cli import _digest, _identity, _read_input
+    from qe.content import shipped
+    from qe.content.lexicon import Lexicon
+    from qe.content.scorer import CoverageScorer
+
+    sc = CoverageScorer()
+    ident = _identity([("coverage", sc)], {}, False)
+    assert "lexicon:auto(e2e:" in ident and ",sf:" in ident and ",webnlg:" in ident
+    d = shipped.load("sf").to_dict()
+    d["slots"].pop(sorted(d["slots"])[0])
+    changed = CoverageScorer()
+    monkeypatch.setattr(changed.matcher, "lexicons", lambda: {**sc.matcher.lexicons(), "sf": Lexicon.from_dict(d)})
+    assert _identity([("coverage", changed)], {}, False) != ident
+    assert str(sc.signature).count("lexicon:auto|") == 1  # the signature itself still says what was used, after
+    # an end-to-end resume of a partial written by a run whose identity named only "auto" is refused, naming both
+    inp, out = tmp_path / "in.jsonl", tmp_path / "scores.jsonl"
+    inp.write_text(json.dumps({"id": "r0", "mr": "name[The Eagle], eatType[pub]", "output": "The Eagle is a pub."})
+                   + "\n" + json.dumps({"id": "r1", "mr": "name[Zizzi]", "output": "Zizzi."}) + "\n")
+    recs = {r.id: r for r in _read_input(str(inp), "auto")}
+    old = str(sc.signature)
+    (tmp_path / "scores.jsonl.partial").write_text(
+        json.dumps({"id": "r0", "score": 1.0, "_qe_sig": old, "_qe_in": _digest(recs["r0"])}) + "\n")
+    assert main(["score", "-m", "coverage", "-i", str(inp), "-o", str(out), "--resume", "-q"]) == EXIT_BAD_INPUT
+    assert not out.exists()
