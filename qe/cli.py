@@ -208,8 +208,10 @@ def _digest(record) -> str:
 
 
 def _identity(metrics: list[tuple[str, Any]], opts: dict, components: bool) -> str:
-    """What scored a partial output's rows: the scorers' signatures (``KEY=SIGNATURE`` with several ``-m``), the
-    ``--opt`` options and ``--components``."""
+    """What scored a partial output's rows: the scorers' identities (``KEY=IDENTITY`` with several ``-m``;
+    :meth:`~qe.core.scorer.Scorer.identity`: the signature, or for ``coverage --opt lexicon=auto`` every lexicon it may
+    pick), the ``--opt`` options and ``--components``."""
+
     def of(scorer: Any) -> str:  # known before scoring (coverage's lexicon=auto: every lexicon it may pick)
         return scorer.identity() if hasattr(scorer, "identity") else str(scorer.signature)
 
