@@ -3,6 +3,7 @@
     OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid
     OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid --show request select
     OMP_NUM_THREADS=1 python -m experiments.sf_acts --data-dir ../shared/data --split valid --wrong-slot
+    python -m experiments.sf_acts --data-dir ../shared/data --kindred
 
 The rules for what an act means (questions offer values, a binary slot selected with both values is one question,
 no-match denies the entity; :data:`qe.content.align.QUESTION_ACTS`, :data:`qe.content.align.NO_MATCH_ACTS`) were
@@ -15,6 +16,11 @@ one slot without a value (``request(area)``) is scored under a request for every
 ask, and the table counts how many are called ``realised`` (a question for the wrong slot passed), split into
 kindred slots (:func:`qe.content.lexicon._kindred_groups` on the domain's training pairs: their questions share a
 wording by design) and slots of another kind.
+
+``--kindred`` prints, per domain's training pairs, what the miner's kindred rule reads: each pair of slots asked
+without a value that share values (how many of the smaller slot's), and, for each one-word value of a slot never
+asked so ("hotel" of ``type``), how many questions write it and how many of those ask for a kindred slot, with the
+lift the miner would compute within that domain.
 """
 from __future__ import annotations
 
@@ -31,9 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", nargs="*", default=(), metavar="ACT", help="print these acts' references with an error")
     ap.add_argument("--wrong-slot", action="store_true",
                     help="score each question under a request for another slot instead (see the module's doc)")
+    ap.add_argument("--kindred", action="store_true", help="print what the kindred rule reads (see the module's doc)")
     a = ap.parse_args(argv)
     if a.wrong_slot:
         return wrong_slot(a)
+    if a.kindred:
+        return kindred(a)
 
     import qe
     from experiments.content_precision import run_scorer, sf_items
@@ -68,24 +77,61 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _training_facts(dom: str, data_dir: str | None) -> tuple[list, set[str]]:
+    """The domain's training pairs as the miner reads them (facts per text, words), and the slots asked without a
+    value."""
+    from experiments.content_precision import sf_items
+    from qe.core.mr import parse_mr
+
+    texts = []
+    for it in sf_items(dom, "train", data_dir, acts=None):
+        facts: dict[str, set[str]] = defaultdict(set)
+        for slot, v in parse_mr(it.mr, it.where)[1]:
+            facts[slot].add(v or "")
+        texts.append((facts, it.ref.split()))
+    return texts, {k for f, _ in texts for k, vs in f.items() if "" in vs}
+
+
+def kindred(a) -> int:
+    """What the kindred rule of :func:`qe.content.lexicon._mine_about` reads on each SF domain's training pairs."""
+    from qe.content.lexicon import BINARY_VALUES, UNCHECKED_VALUES, _kindred_groups, _lift
+
+    for dom in ("sfres", "sfhot"):
+        texts, asked = _training_facts(dom, a.data_dir)
+        vals: dict[str, set[str]] = defaultdict(set)
+        for facts, _ in texts:
+            for k, vs in facts.items():
+                vals[k] |= {v for v in vs if v not in UNCHECKED_VALUES and v not in BINARY_VALUES}
+        groups = _kindred_groups(texts, asked)
+        print(f"{dom}: asked without a value: {', '.join(sorted(asked))}")
+        for g in groups:
+            x, y = sorted(g, key=lambda k: (len(vals[k]), k))[:2]
+            print(f"  kindred {sorted(g)}: {len(vals[x] & vals[y])} of {x}'s {len(vals[x])} values are {y}'s")
+        questions = [(frozenset(k for k, vs in f.items() if "" in vs), set(t)) for f, t in texts]
+        questions = [(keys, words) for keys, words in questions if keys]
+        in_group = {k for g in groups for k in g}
+        base = sum(1 for keys, _ in questions if keys & in_group) / len(questions)
+        for slot in sorted(set(vals) - asked):
+            for v in sorted(v for v in vals[slot] if " " not in v):
+                hit = [keys for keys, words in questions if v in words]
+                if len(hit) >= 5 and in_group:
+                    c = sum(1 for keys in hit if keys & in_group)
+                    print(f"  {slot}={v!r}: in {len(hit)} questions, {c} ask for a kindred slot "
+                          f"(lift {_lift(c / len(hit), base):.2f} within {dom})")
+    return 0
+
+
 def wrong_slot(a) -> int:
     """Questions scored under a request for another slot: how many the check calls realised."""
     import qe
     from experiments.content_precision import run_scorer, sf_items
     from qe.content.lexicon import _kindred_groups
-    from qe.core.mr import parse_mr
 
     scorer = qe.load("coverage", lexicon=a.lexicon, data_dir=a.data_dir)
     print(f"# {scorer.signature}; SF {a.split}, questions for one slot without a value, under another slot's request")
     print(f"  {'domain':7s} {'slots':8s} {'pairs':>6s} {'realised':>9s}")
     for dom in ("sfres", "sfhot"):
-        texts = []
-        for it in sf_items(dom, "train", a.data_dir, acts=None):
-            facts: dict[str, set[str]] = defaultdict(set)
-            for slot, v in parse_mr(it.mr, it.where)[1]:
-                facts[slot].add(v or "")
-            texts.append((facts, []))
-        asked = {k for f, _ in texts for k, vs in f.items() if "" in vs}
+        texts, asked = _training_facts(dom, a.data_dir)
         groups = _kindred_groups(texts, asked)
         qs = [(it.mr[len("request("):-1], it.ref) for it in sf_items(dom, a.split, a.data_dir, acts=("request",))
               if "=" not in it.mr and "," not in it.mr]

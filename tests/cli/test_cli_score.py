@@ -253,7 +253,6 @@ def test_resume_refuses_rows_scored_with_other_lexicons(tmp_path, monkeypatch):
     changed = CoverageScorer()
     monkeypatch.setattr(changed.matcher, "lexicons", lambda: {**sc.matcher.lexicons(), "sf": Lexicon.from_dict(d)})
     assert _identity([("coverage", changed)], {}, False) != ident
-    assert str(sc.signature).count("lexicon:auto|") == 1  # the signature itself still says what was used, after
     # an end-to-end resume of a partial written by a run whose identity named only "auto" is refused, naming both
     inp, out = tmp_path / "in.jsonl", tmp_path / "scores.jsonl"
     inp.write_text(json.dumps({"id": "r0", "mr": "name[The Eagle], eatType[pub]", "output": "The Eagle is a pub."})
