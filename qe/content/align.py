@@ -472,6 +472,9 @@ class Matcher:
                 ents = self._entries(key, SlotLexicon(sl.kind, sl.values, sl.patterns),
                                      [v for v in vals if v not in sl.values], raw)
                 ents = [e for e in ents if e[3] == "value"]
+            if sl.kind != "binary":  # an MR value written with "the" is the same without it (near='the castro')
+                ents += [(tuple(v.split()[1:]), key, {v: 1}, "value") for v in vals
+                         if v.startswith("the ") and len(v.split()) > 1 and v not in UNCHECKED_VALUES]
             for e in ents:
                 extra.setdefault(e[0][0], []).append(e)
         cands: list[_Match] = []
@@ -981,7 +984,10 @@ class Matcher:
         the one compatible with the MR wins (as the E2E slot-error script prefers the MR's value)."""
         def rank(m: _Match):
             in_mr = any(v in mr_slots.get(m.slot, []) for v in m.values) or (m.source != "value" and m.slot in mr_slots)
-            return (-m.length, 0 if m.source == "value" else 1, 0 if in_mr else 1, m.start)
+            # a value is as long with or without "the" before it: "near the castro" under near=castro is the MR's
+            # near[castro], not the longer area[the castro] of a slot that takes the same places
+            the = m.length > 1 and m.source == "value" and m.text.startswith("the ")
+            return (-(m.length - the), 0 if m.source == "value" else 1, 0 if in_mr else 1, m.start)
 
         taken: list[_Match] = []
         used = set()

@@ -231,3 +231,21 @@ def test_no_match_through_a_phrase_that_qualifies_the_noun(mr, text, status):
 
     al = Matcher(rules_lexicon()).align(mr, text)
     assert [s for slot, _, s in _statuses(al) if slot == "isforbusinesscomputing"] == [status]
+
+
+@pytest.mark.parametrize("mr, text", [
+    # LOLS on EMNLP17's SF restaurant set: the longer area value "the castro" took the words of the MR's near value
+    ("inform(name=chow,near=castro)", "chow , is near the castro ."),
+    ("inform(name=chow,near='the castro')", "chow is near castro ."),
+    ("inform(name=chow,area='the castro')", "chow is in castro ."),
+])
+def test_a_value_with_or_without_the_is_the_mrs_not_a_kindred_slots(sf, mr, text):
+    al = sf.align(mr, text)
+    assert [s for _, _, s in _statuses(al)] == ["realised", "realised"]
+    assert _invented(al) == []
+
+
+def test_the_longer_value_of_another_slot_still_wins_where_the_mr_has_neither(sf):
+    # control: with no castro in the MR, "the castro" is read as the place it names, an area (invented), as before
+    al = sf.align("inform(name=chow,near='nob hill')", "chow is near nob hill in the castro .")
+    assert ("area", "the castro") in _invented(al)
