@@ -2249,9 +2249,16 @@ _KIND_WORDS = {"placetoeat": ("place to eat", "places to eat", "restaurant", "re
 _AREA_WORDINGS = {
     "citycentre": ("centre of town", "centre of the town", "center of town", "center of the town", "centre of the city",
                    "center of the city", "town centre", "town center", "middle of town", "middle of the town",
-                   "middle of the city", "heart of the city", "heart of town", "downtown"),
+                   "middle of the city", "heart of the city", "heart of town", "downtown",
+                   # the centre named alone or as the city's, in either spelling ("in the centre of city", "in the
+                   # city's centre", BAGEL's citycentre as "the city center"; E2E: "near the centre")
+                   "the centre", "the center", "centre of city", "center of city", "city 's centre", "city 's center",
+                   "city center"),
     "riverside": ("by the river", "side of the river", "next to the river", "near the river", "on the river",
-                  "along the river", "river side", "riverfront", "waterfront", "banks of the river"),
+                  "along the river", "river side", "riverfront", "waterfront", "banks of the river",
+                  # the river with any word of place before it ("close to the river", "just off the river",
+                  # "beside the river", "near Polonia and the river", "down by river")
+                  "the river", "by river"),
 }
 
 

@@ -445,6 +445,13 @@ def test_an_alternative_the_mr_does_not_offer_is_still_invented(sf):
 @pytest.mark.parametrize("mr, text", [
     ('inform(name="Nanna Mexico",type=placetoeat,area=citycentre)', "Nanna Mexico is a restaurant in the centre of town."),
     ("name[Cotto], area[riverside]", "Cotto is on the side of the river."),
+    # the river or the centre after any word of place, on E2E and BAGEL (references, and LOLS on EMNLP17's BAGEL)
+    ("name[Cotto], area[riverside]", "Cotto is a coffee shop close to the river."),
+    ("name[The Eagle], area[riverside]", "The Eagle, just off the river by Café Brazil, is a poor choice."),
+    ("inform(name='Nanna Mexico',area=riverside)", "Nanna Mexico is a restaurant down by river."),
+    ("inform(name='Nanna Mexico',area=citycentre)", "Nanna Mexico is a restaurant in the city center."),
+    ("inform(name='Nanna Mexico',area=citycentre)", "Nanna Mexico is a restaurant located in the city's centre."),
+    ("name[Giraffe], area[city centre]", "Giraffe is a pub near the centre."),
 ])
 def test_the_usual_wordings_of_an_area_realise_it(mr, text):
     assert {v.status for v in Matcher().align(mr, text).verdicts} == {"realised"}
@@ -453,6 +460,15 @@ def test_the_usual_wordings_of_an_area_realise_it(mr, text):
 def test_an_area_wording_is_no_value_the_mr_lacks():
     al = Matcher().align("name[Aromi], eatType[coffee shop]", "Aromi is a coffee shop near the waterfront.")
     assert al.hallucinated == []
+
+
+def test_an_area_wording_does_not_hide_another_area_said_outright():
+    # the wordings only turn an omission into a realisation: "the river" beside "city centre" leaves it wrong
+    from qe.content import shipped
+
+    al = Matcher(shipped.load("e2e")).align("name[Cotto], area[riverside]", "Cotto is in the city centre, far from "
+                                                                             "the river.")
+    assert [(v.slot, v.status) for v in al.verdicts] == [("name", "realised"), ("area", "wrong")]
 
 
 @pytest.mark.parametrize("mr, text", [
