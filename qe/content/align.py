@@ -113,6 +113,11 @@ QUESTION_ACTS = frozenset({"request", "select"})
 NO_MATCH_ACTS = frozenset({"inform_no_match"})
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
+#: what links an elliptical clause to the one it shortens ("..., but the tecra b is not"), and the auxiliaries that
+#: stand for the predicate there (:meth:`Matcher._elliptical`)
+_ELLIPSIS_LINKS = frozenset({",", ";", "but", "and", "while", "whereas"})
+_ELLIPSIS_AUX = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "can", "will", "would",
+                           "'s"})
 #: how many steps up the dependency parse a negation may stand from a binary slot's words and scope over them
 #: (:meth:`Matcher._negated_above`)
 NEGATION_DEPTH = 4
@@ -1021,12 +1026,14 @@ class Matcher:
         # each match says one value of its slot (binary: its polarity, flipped by a negation cue before it)
         said: dict[str, list[tuple[_Match, dict[str, int]]]] = {}
         cue_words: dict[int, str] = {}  # a negated mention's words, its negation cue included ("not family friendly")
+        base_pol: dict[int, bool] = {}  # a binary mention's polarity before any negation
         for m in matches:
             vals = m.values
             sl = self.lexicon.slots.get(m.slot)
             if (sl is not None and sl.kind == "binary") or m.source == "trigger":
                 best = max(vals, key=vals.get)
                 pol = best in ("yes", "true")
+                base_pol[id(m)] = pol  # what the words say without a negation (an elliptical clause repeats it)
                 # in a no-match act a negation may deny the entity, not the slot (:meth:`_denies_existence`)
                 no_match = bool(acts_of.get(m.slot)) and acts_of[m.slot] <= NO_MATCH_ACTS
                 cue = _negation_at(tokens, m.start)
@@ -1113,6 +1120,11 @@ class Matcher:
                                            said_value=self._written(key, val)))
             else:
                 binary = self._kind(key, mr_slots) == "binary"
+                said_by = self._elliptical(key, nv, said, base_pol, mr_slots, tokens) if binary else None
+                if said_by is not None:
+                    al.verdicts.append(Verdict(s, v, "realised", " ".join(tokens[said_by[0]:said_by[1]]),
+                                               spans=[said_by]))
+                    continue
                 al.verdicts.append(Verdict(s, v, "omitted", partial=None if binary else _partial(
                     raw.get((key, nv)) or v, tokens, {i for m in matches for i in range(m.start, m.end)})))
         # a value that names a kind ("placetoeat") is stated by any word of that kind, whichever fact that word
@@ -1176,6 +1188,51 @@ class Matcher:
                 al.repeated.append({"slot": written.get(key, key), "value": self._written(key, val),
                                     "extra": n - expected})
         return al
+
+    def _elliptical(self, key: str, value: str, said: dict, base_pol: dict[int, bool],
+                    mr_slots: dict[str, list[str]], tokens: list[str]) -> tuple[int, int] | None:
+        """The span of an elliptical clause that says ``value`` of the binary slot ``key`` for another entity, or
+        None: "the satellite a is for business computing, but the tecra b is *not*" (a comparison of two entities,
+        ``isforbusinesscomputing=true`` and ``=false`` in one MR). Read only where the MR holds both values of the
+        slot and more than one entity, after a mention of the slot in the same sentence: a link ("," "but" "while"
+        "whereas" "and"), one of the MR's entities ("the" before it or not) or "the other (one)", an auxiliary, an
+        optional negation, and the clause's end. The clause repeats the mention's words without their negation and
+        adds its own: "X is not for business computing, but Y *is*" says yes."""
+        if set(mr_slots.get(key, ())) != {"yes", "no"}:
+            return None
+        names = [norm_tokens(v) for k, vals in mr_slots.items() if k == "name" or self._kind(k, mr_slots) == "entity"
+                 for v in vals if v not in UNCHECKED_VALUES]
+        if len(names) < 2:
+            return None
+        referents = [tuple(n) for n in names if n] + [tuple(n[1:]) for n in names if len(n) > 1 and n[0] == "the"] \
+            + [tuple(norm_tokens(w)) for w in ("other one", "other", "latter", "former", "second one", "second")]
+        for m, _ in said.get(key, []):
+            if id(m) not in base_pol:
+                continue
+            k = m.end
+            while k < len(tokens) and tokens[k] not in (".", "!", "?"):
+                if tokens[k] not in _ELLIPSIS_LINKS:
+                    k += 1
+                    continue
+                while k < len(tokens) and tokens[k] in _ELLIPSIS_LINKS:
+                    k += 1
+                start = k
+                p = k + (k < len(tokens) and tokens[k] == "the")
+                ref = next((r for r in sorted(referents, key=len, reverse=True)
+                            if tuple(tokens[p:p + len(r)]) == r), None)
+                if ref is None:
+                    continue
+                q = p + len(ref)
+                if q >= len(tokens) or tokens[q] not in _ELLIPSIS_AUX:
+                    continue
+                q += 1
+                negated = q < len(tokens) and tokens[q] in ("not", "n't")
+                q += negated
+                if q < len(tokens) and tokens[q] not in _ELLIPSIS_LINKS and tokens[q] not in (".", "!", "?"):
+                    continue
+                if (base_pol[id(m)] != negated) == (value == "yes"):
+                    return (start, q)
+        return None
 
     def _written(self, key: str, val: str) -> str:
         sl = self.lexicon.slots.get(key)

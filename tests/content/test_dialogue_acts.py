@@ -249,3 +249,37 @@ def test_the_longer_value_of_another_slot_still_wins_where_the_mr_has_neither(sf
     # control: with no castro in the MR, "the castro" is read as the place it names, an area (invented), as before
     al = sf.align("inform(name=chow,near='nob hill')", "chow is near nob hill in the castro .")
     assert ("area", "the castro") in _invented(al)
+
+
+@pytest.mark.parametrize("lexicon, mr, text, said", [
+    ("sf", "compare(name='inn a';dogsallowed=yes;name='inn b';dogsallowed=no)", "inn a allows dogs, but inn b doesn't.",
+     "inn b does n't"),
+    ("sf", "compare(name='inn a';dogsallowed=no;name='inn b';dogsallowed=yes)",
+     "Inn A does not allow dogs while Inn B does.", "inn b does"),
+    ("sf", "compare(name='inn a';dogsallowed=no;name='inn b';dogsallowed=yes)",
+     "inn a does not allow dogs , the other one does .", "the other 1 does"),
+    # no lexicon (the rules): the laptop domain's binary slot, as the issue writes it
+    ("none", "compare(name=satellite a;isforbusinesscomputing=true;name=tecra b;isforbusinesscomputing=false)",
+     "the satellite a is for business computing , but the tecra b is not .", "the tecra b is not"),
+    ("none", "compare(name=satellite a;isforbusinesscomputing=false;name=tecra b;isforbusinesscomputing=true)",
+     "the satellite a is not for business computing , whereas the tecra b is .", "the tecra b is"),
+])
+def test_an_elliptical_clause_says_the_other_value_of_a_compared_binary_slot(lexicon, mr, text, said):
+    """A comparison of two entities holds both values of a binary slot in one MR (the laptop domain's
+    ``compare(name=a;isforbusinesscomputing=true;name=b;isforbusinesscomputing=false)``); the text says the second
+    in a clause that only repeats the first's auxiliary, with or without a negation."""
+    m = Matcher(shipped.load("sf")) if lexicon == "sf" else Matcher()
+    al = m.align(mr, text)
+    assert _statuses(al)[1][2] == "realised" and _invented(al) == []
+    assert (al.verdicts[3].status, al.verdicts[3].said) == ("realised", said)
+
+
+@pytest.mark.parametrize("text", [
+    "inn a allows dogs , and inn b does too .",  # says the same value again
+    "inn a allows dogs , and so does inn b .",
+    "inn a allows dogs , but inn c does not .",  # another entity than the MR's
+    "inn a allows dogs . inn b does not .",  # another sentence: no mention of the slot to repeat
+])
+def test_an_ellipsis_that_does_not_say_the_other_value_leaves_it_omitted(sf, text):
+    al = sf.align("compare(name='inn a';dogsallowed=yes;name='inn b';dogsallowed=no)", text)
+    assert _statuses(al)[3] == ("dogsallowed", "no", "omitted")
