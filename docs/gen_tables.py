@@ -291,6 +291,21 @@ def render_content_emnlp17(ctx: Ctx) -> str:
     return table(header, rows) + "\n\n" + ctx.note("emnlp17_content", "emnlp17")
 
 
+def render_content_emnlp17_hand(ctx: Ctx) -> str:
+    src = ctx.data["emnlp17_verdict_labels"]
+    rows = []
+    for r in src.rows:
+        errors, false = int(src(r, "errors")), int(src(r, "errors_false"))
+        unread = int(src(r, "errors_unread")) + int(src(r, "invented_unread"))
+        share = f"{100 * (errors - false) / errors:.0f} %" if errors else "–"
+        rows.append([code(f"lexicon={src(r, 'lexicon')}"), src(r, "dataset"), f"{int(src(r, 'facts')):,}", src(r, "errors"),
+                     src(r, "errors_false"), share, src(r, "invented"), src(r, "invented_false"), str(unread),
+                     ctx.source_link(src, r)])
+    header = ["`coverage`", "outputs of", "facts checked", "errors (`omitted`, `wrong`)", "of them false (hand)",
+              "errors right", "invented facts", "of them false (hand)", "not read by hand", "log"]
+    return table(header, rows) + "\n\n" + ctx.note("emnlp17_verdict_labels")
+
+
 def render_triples_at_a_glance(ctx: Ctx) -> str:
     src = ctx.data["triple_fact_gold"]
     ids = list(src.rows)
@@ -727,6 +742,7 @@ TABLES = (
     Table("content-webnlg2020", "docs/results/content.md", render_content_webnlg),
     Table("content-triple-gold", "docs/results/content.md", render_content_triples_short),
     Table("content-emnlp17", "docs/results/content.md", render_content_emnlp17),
+    Table("content-emnlp17-hand", "docs/results/content.md", render_content_emnlp17_hand),
     Table("triples-at-a-glance", "docs/results/content-triples.md", render_triples_at_a_glance),
     Table("validity-at-a-glance", "docs/results/validity.md", render_validity),
     Table("webnlg-at-a-glance", "docs/results/webnlg.md", render_webnlg),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -68,6 +69,35 @@ def against_labels(records, details: list[dict], labels: dict) -> dict[str, Coun
     return out
 
 
+#: the tallies a row of ``--out`` holds
+COUNTS = ("facts", "errors", "errors_false", "errors_unread", "invented", "invented_false", "invented_unread")
+
+
+def write_csv(path: str, rows: list[dict], argv: list[str] | None) -> None:
+    """The tallies, one row per lexicon and dataset, each with the command that made it, the machine and commit
+    (read by docs/gen_tables.py)."""
+    import csv
+    import platform
+    import subprocess
+    import sys
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = ""
+    args = sys.argv[1:] if argv is None else argv
+    command = "OMP_NUM_THREADS=1 python -m experiments.verdict_digest " + " ".join(args)
+    machine = f"{os.cpu_count()}-core CPU ({platform.machine()})"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=["id", "lexicon", "dataset", *COUNTS, "commit", "command", "machine",
+                                           "section"])
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, "commit": commit, "command": command, "machine": machine,
+                        "section": "results/content-log.md#rated-system-outputs-read-by-hand"})
+
+
 def _table(counts: dict[str, Counter]) -> str:
     head = "| dataset | facts | errors | of them false (hand) | unread | invented | of them false (hand) | unread |"
     lines = [head, "|---|---|---|---|---|---|---|---|"]
@@ -96,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dataset", default="emnlp17", choices=["emnlp17"])
     ap.add_argument("--lexicon", nargs="+", default=["auto"])
     ap.add_argument("--labels", action="store_true", help=f"read the verdicts against the hand labels in {LABELS.name}")
+    ap.add_argument("--out", default=None, help="with --labels: write the tallies to this CSV (one row per lexicon "
+                                                "and dataset, with its command, machine and commit)")
     a = ap.parse_args(argv)
     labels = read_labels() if a.labels else None
+    table_rows: list[dict] = []
     import qe
     from qe.data.datasets import emnlp17
 
@@ -112,7 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         invented = sum(len(d["hallucinated"]) for d in details)
         print(f"lexicon={lex}: digest {digest(details)}, {invented} invented facts")
         if labels is not None:
-            print(_table(against_labels(records, details, labels)))
+            counts = against_labels(records, details, labels)
+            print(_table(counts))
+            for name in sorted(counts):
+                c = counts[name]
+                table_rows.append({"id": f"{lex}-{name.lower()}", "lexicon": lex, "dataset": name,
+                                   **{k: c[k] for k in COUNTS}})
+    if a.out and table_rows:
+        write_csv(a.out, table_rows, argv)
     return 0
 
 
