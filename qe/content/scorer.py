@@ -91,6 +91,31 @@ from qe.content.shipped import mine_dataset_lexicon as _mine_dataset
 from qe.core.scorer import Scorer
 from qe.core.signature import Signature
 
+#: the modules whose code decides ``coverage``'s verdicts and scores. Their source is fingerprinted into the signature
+#: (``code:...``): the ``qe`` version alone does not change between two commits of a source checkout, and a resume
+#: (``qe evaluate``, ``qe score --resume``) compares signatures, so scores made by an older matcher were reused as
+#: this one's
+VERDICT_MODULES = ("qe.content.align", "qe.content.lexicon", "qe.content.scorer", "qe.content.shipped",
+                   "qe.content.aligner", "qe.core.surface", "qe.core.mr")
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """The sha256 (12 hex digits) of the source of :data:`VERDICT_MODULES`; ``?`` where a module's source cannot be
+    read (a build without ``.py`` files: the ``qe`` version then tells releases apart, as before)."""
+    import hashlib
+    import importlib.util
+    from pathlib import Path
+
+    h = hashlib.sha256()
+    for name in VERDICT_MODULES:
+        spec = importlib.util.find_spec(name)
+        origin = getattr(spec, "origin", None)
+        if not origin or not origin.endswith(".py") or not Path(origin).is_file():
+            return "?"
+        h.update(name.encode() + b"\0" + Path(origin).read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
 #: what ``score=`` makes the score: the counts (``coverage``, the default) or ``coverage_soft`` (``soft``: partial
 #: evidence and extents; ``soft-partial``: partial evidence only, the component then computed so)
 SCORES = ("counts", "soft", "soft-partial")
@@ -430,6 +455,7 @@ class CoverageScorer(Scorer):
         if self.engine is not self.matcher:
             eng = self.engine
             out["aligner"] = f"{eng.aligner.name}@t{eng.threshold:g}" + ("" if eng.additions else "/noadd")
+        out["code"] = code_digest()
         return out
 
     # ------------------------------------------------------------------------------------------ per output

@@ -390,3 +390,33 @@ def test_missing_field_names_scorer_label_dataset_and_record():
         _inputs_for(qe.load("bleu-4"), spec, recs, "toy")
     assert _inputs_for(qe.load("bleu-4"), spec, recs[:1], "toy") == {"refs": [["y"]]}
     assert _inputs_for(qe.load("length"), spec, recs, "toy") == {}
+
+
+def test_coverage_scores_of_other_matcher_code_are_not_its_own(monkeypatch):
+    """The ``qe`` version is the same for two commits of a source checkout: the signature fingerprints the code that
+    decides the verdicts, so a resume does not take an older matcher's scores as this one's (an EMNLP17 rerun into
+    an existing folder reused them after three matcher changes)."""
+    import qe.content.scorer as cs
+
+    made = str(qe.load("coverage", lexicon="none").signature)
+    assert f"code:{cs.code_digest()}|" in made
+    monkeypatch.setattr(cs, "code_digest", lambda: "0123456789ab")
+    now = qe.load("coverage", lexicon="none")
+    assert str(now.signature_for(made)) != made and "code:0123456789ab|" in str(now.signature)
+    assert now.identity() != made
+
+
+def test_the_code_digest_reads_the_modules_that_decide_the_verdicts(tmp_path, monkeypatch):
+    import qe.content.scorer as cs
+
+    digest = cs.code_digest()
+    assert len(digest) == 12 and all(c in "0123456789abcdef" for c in digest)
+    cs.code_digest.cache_clear()
+    try:
+        monkeypatch.setattr(cs, "VERDICT_MODULES", cs.VERDICT_MODULES[:-1])  # another set of sources: another digest
+        assert cs.code_digest() != digest
+        cs.code_digest.cache_clear()
+        monkeypatch.setattr(cs, "VERDICT_MODULES", ("qe.no_such_module_here",))
+        assert cs.code_digest() == "?"
+    finally:
+        cs.code_digest.cache_clear()
