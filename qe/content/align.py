@@ -1082,6 +1082,9 @@ class Matcher:
                     words = norm_tokens(property_words(s))
                     found = " ".join(words) if words and _slot_words_said(tokens, words) else next(
                         (g for g in (sl.about if sl is not None else ()) if _slot_words_said(tokens, g.split())), None)
+                    if found is None:  # the head word of its name alone ("what meal ..." for goodformeal)
+                        head = self._name_head(s, tokens, mr_slots)
+                        found = head if head is not None and _slot_words_said(tokens, [head]) else None
                     al.verdicts.append(Verdict(s, v, "realised" if found else "omitted", found))
                     continue
                 al.verdicts.append(Verdict(s, v, "omitted" if hit is None else "realised",
@@ -1233,6 +1236,34 @@ class Matcher:
                 if (base_pol[id(m)] != negated) == (value == "yes"):
                     return (start, q)
         return None
+
+    def _lexicon_words(self) -> frozenset[str]:
+        """Every word of the lexicon's values, patterns, triggers and question wordings (cached): what a slot's name
+        written as one word (``goodformeal``) is split into, with the output's words."""
+        words = getattr(self, "_lex_words", None)
+        if words is None:
+            words = set()
+            for sl in self.lexicon.slots.values():
+                for entry in [*sl.values, *sl.patterns, *sl.triggers, *sl.about]:
+                    words.update(t for t in entry.split() if t.isalpha())
+            words = self._lex_words = frozenset(words)
+        return words
+
+    def _name_head(self, name: str, tokens: list[str], mr_slots: dict[str, list[str]]) -> str | None:
+        """The word of a slot's name that says the slot is asked about, for a slot asked without a value: the last
+        content word of its name (split into words when written as one: ``goodformeal`` -> good for meal, so
+        "what *meal* are you looking for") that no other slot's name has ("range" of ``pricerange`` and
+        ``driverange`` says neither; ``price`` and ``drive`` do). None where there is none."""
+        vocab = self._lexicon_words() | {t for t in tokens if t.isalpha()}
+        key = norm_slot(name)
+        pieces = _word_break(name, vocab)
+        others: set[str] = set()
+        known = vocab | {p for p in pieces if len(p) >= 3}  # so "range" is found in the other names too
+        for k in set(self.lexicon.slots) | set(mr_slots):
+            if k != key:
+                sl = self.lexicon.slots.get(k)
+                others.update(_word_break((sl.name if sl is not None and sl.name else k), known))
+        return next((p for p in reversed(pieces) if content_word(p) and len(p) >= 3 and p not in others), None)
 
     def _written(self, key: str, val: str) -> str:
         sl = self.lexicon.slots.get(key)
@@ -2369,6 +2400,35 @@ def _binary_spellings(facts, lexicon: Lexicon) -> dict[tuple[str, str], str]:
             if canon is not None and canon != v and (v not in ("1", "0") or numeric_ok):
                 out[(key, v)] = canon
     return out
+
+
+#: the function words a slot's name written as one word joins its words with (``isforbusinesscomputing``)
+_NAME_JOINERS = frozenset({"an", "is", "in", "on", "of", "for", "to", "at", "by", "and", "or", "the", "has", "have",
+                           "with", "can", "does", "are", "per", "not", "no"})
+
+
+def _word_break(name: str, vocab: frozenset[str] | set[str]) -> list[str]:
+    """A slot's name as words: :func:`~qe.core.surface.property_words` (``good_for_meal``, ``familyFriendly``), and a
+    name written as one lower-case word split by dynamic programming into words of ``vocab``, the fewest letters
+    outside it first and then the fewest pieces (``goodformeal`` -> good for meal with "good" unknown:
+    ``goodf``/``or`` leaves more letters unknown)."""
+    words = norm_tokens(property_words(name))
+    if len(words) != 1 or len(words[0]) < 6 or not words[0].isalpha():
+        return words
+    whole = words[0]
+    best: list[tuple[int, int, list[str]] | None] = [(0, 0, [])] + [None] * len(whole)
+    for i in range(1, len(whole) + 1):
+        for j in range(max(0, i - 30), i):
+            head, piece = best[j], whole[j:i]
+            if head is None:
+                continue
+            known = piece in _NAME_JOINERS or (len(piece) >= 3 and piece in vocab)
+            if not known and len(piece) < 3:
+                continue  # no stray letters ("price|r|an|ge")
+            cand = (head[0] + (0 if known else len(piece)), head[1] + 1, head[2] + [piece])
+            if best[i] is None or cand[:2] < best[i][:2]:
+                best[i] = cand
+    return best[-1][2] if best[-1] is not None else words
 
 
 def _name_cue(name: str, tokens: list[str]) -> tuple[str, ...]:
