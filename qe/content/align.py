@@ -477,9 +477,20 @@ class Matcher:
                 ents = self._entries(key, SlotLexicon(sl.kind, sl.values, sl.patterns),
                                      [v for v in vals if v not in sl.values], raw)
                 ents = [e for e in ents if e[3] == "value"]
-            if sl.kind != "binary":  # an MR value written with "the" is the same without it (near='the castro')
-                ents += [(tuple(v.split()[1:]), key, {v: 1}, "value") for v in vals
-                         if v.startswith("the ") and len(v.split()) > 1 and v not in UNCHECKED_VALUES]
+            if sl.kind != "binary":
+                for v in vals:
+                    if v in UNCHECKED_VALUES:
+                        continue
+                    # an MR value of alternatives is said by each of them ("near lower pacific heights and
+                    # japantown" for near='lower pacific heights or japantown'), as this slot's, not a kindred one's
+                    parts = [a.strip() for a in v.split(" or ")] if " or " in v else []
+                    # ... and an MR value written with "the" is the same without it (near='the castro')
+                    for form in [v, *parts]:
+                        words = form.split()
+                        if form in parts and words:
+                            ents.append((tuple(words), key, {v: 1}, "value"))
+                        if words[:1] == ["the"] and len(words) > 1:
+                            ents.append((tuple(words[1:]), key, {v: 1}, "value"))
             for e in ents:
                 extra.setdefault(e[0][0], []).append(e)
         cands: list[_Match] = []

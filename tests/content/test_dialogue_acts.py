@@ -238,6 +238,10 @@ def test_no_match_through_a_phrase_that_qualifies_the_noun(mr, text, status):
     ("inform(name=chow,near=castro)", "chow , is near the castro ."),
     ("inform(name=chow,near='the castro')", "chow is near castro ."),
     ("inform(name=chow,area='the castro')", "chow is in castro ."),
+    # an alternative of the MR's value is this slot's, not the kindred area's (SF restaurant test, read by hand)
+    ("inform(name='sushi bistro',near='lower pacific heights or japantown')",
+     "sushi bistro is near lower pacific heights and japantown"),
+    ("inform(name='sushi bistro',near='nob hill or tenderloin')", "sushi bistro is near nob hill or the tenderloin"),
 ])
 def test_a_value_with_or_without_the_is_the_mrs_not_a_kindred_slots(sf, mr, text):
     al = sf.align(mr, text)
