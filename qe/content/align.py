@@ -471,8 +471,18 @@ class Matcher:
                 ents = self._entries(key, sl, vals, raw)
                 if sl.kind == "binary":
                     words = _name_cue(names.get(key, key), tokens)
+                    # the first content word of its name alone, in any form and order around it: the thing the slot
+                    # is about ("does not allow *kids*" for kidsallowed, "a *family* restaurant" for
+                    # familyFriendly); its polarity is read as any trigger's. With the name's next word in its
+                    # negated form it says no ("family unfriendly"; entered first: the name's own words would
+                    # take "unfriendly" for a form of "friendly")
+                    head, rest = _topic_word(names.get(key, key), tokens)
+                    if head is not None:
+                        ents += [((head, p + rest[0]), key, {"no": 1}, "trigger") for p in ("un", "dis", "non")]
                     if words:
                         ents.append((words, key, None, "trigger"))
+                    if head is not None and (head,) != tuple(words):
+                        ents.append(((head,), key, None, "trigger"))
             else:
                 ents = self._entries(key, SlotLexicon(sl.kind, sl.values, sl.patterns),
                                      [v for v in vals if v not in sl.values], raw)
@@ -2440,6 +2450,18 @@ def _word_break(name: str, vocab: frozenset[str] | set[str]) -> list[str]:
             if best[i] is None or cand[:2] < best[i][:2]:
                 best[i] = cand
     return best[-1][2] if best[-1] is not None else words
+
+
+def _topic_word(name: str, tokens: list[str]) -> tuple[str | None, list[str]]:
+    """The first content word of a binary slot's name of two content words or more (``kids`` of kidsallowed,
+    ``family`` of familyFriendly, ``business`` of isforbusinesscomputing), the name split into the output's words
+    (:func:`_word_break`), and the content words after it; (None, []) for a name of one content word, or one whose
+    first content word the output does not use in any form."""
+    pieces = _word_break(name, {t for t in tokens if t.isalpha()})
+    content = [p for p in pieces if content_word(p) and len(p) >= 3]
+    if len(content) < 2 or content[0] not in tokens and not any(_word_form(t, content[0]) for t in tokens):
+        return None, []
+    return content[0], content[1:]
 
 
 def _name_cue(name: str, tokens: list[str]) -> tuple[str, ...]:

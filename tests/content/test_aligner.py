@@ -37,7 +37,9 @@ def test_labels_of_three_hand_written_rows():
         ("fact", "realised", "name : The Eagle", eagle),
         ("fact", "realised", "price range : cheap", eagle),
         ("fact", "realised", "family friendly : yes", eagle),
-        ("drop", "omitted", "price range : cheap", "the eagle is place for families , kid friendly ."),
+        # the rules read familyFriendly from "families" (the first word of its name), so it can be dropped; what is
+        # left, "kid friendly", the rules do not read (a lexicon does)
+        ("drop", "omitted", "family friendly : yes", "the eagle is a cheap place , kid friendly ."),
         ("swap", "wrong", "price range : cheap", "the eagle is a high place for families , kid friendly ."),
         ("add", "omitted", "area : riverside", eagle),  # a slot the MR does not hold
         ("slot", "realised", "name", eagle),

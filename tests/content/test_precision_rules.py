@@ -559,3 +559,24 @@ def test_without_a_parser_a_predicate_trigger_stands_alone(monkeypatch):
     monkeypatch.setitem(align._SYNTAX, "nlp", None)
     al = Matcher(shipped.load("e2e")).align("name[The Wrestlers]", "The Wrestlers is a friendly place.")
     assert _read(al) == ([], [("familyFriendly", "yes")])
+
+
+@pytest.mark.parametrize("mr, text, status", [
+    # no lexicon (the rules): the first content word of a binary slot's name, in any form and order, with its
+    # polarity (SF restaurant, SF hotel and E2E: rules rows, facts not realised 8.20 -> 3.89, 4.24 -> 1.08 and
+    # 10.18 -> 9.86 per 100)
+    ("inform(name=la mar;kidsallowed=no)", "la mar does not allow kids", "realised"),
+    ("inform(name=la mar;kidsallowed=yes)", "la mar allows kids", "realised"),
+    ("inform(name=la mar;kidsallowed=yes)", "kids are welcome at la mar", "realised"),
+    ("inform(name=la mar;kidsallowed=yes)", "la mar does not allow kids", "wrong"),
+    ("inform(name=inn a;dogsallowed=no)", "inn a does not allow dogs", "realised"),
+    ("name[Zizzi], familyFriendly[yes]", "Zizzi is a family restaurant.", "realised"),
+    ("name[Zizzi], familyFriendly[no]", "Zizzi is not a place for families.", "realised"),
+    # the name's next word with a negating prefix says no
+    ("name[Zizzi], familyFriendly[no]", "Zizzi is a family-unfriendly place.", "realised"),
+    ("inform(name=la mar;kidsallowed=no)", "la mar : kids disallowed", "realised"),
+    ("inform(name=la mar;kidsallowed=yes)", "la mar is a nice place", "omitted"),
+])
+def test_without_a_lexicon_a_binary_slot_is_read_by_the_first_word_of_its_name(mr, text, status):
+    al = Matcher().align(mr, text)
+    assert al.verdicts[1].status == status and al.hallucinated == []
