@@ -116,6 +116,7 @@ def code_digest() -> str:
         h.update(name.encode() + b"\0" + Path(origin).read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
+
 #: what ``score=`` makes the score: the counts (``coverage``, the default) or ``coverage_soft`` (``soft``: partial
 #: evidence and extents; ``soft-partial``: partial evidence only, the component then computed so)
 SCORES = ("counts", "soft", "soft-partial")

@@ -406,7 +406,7 @@ def test_coverage_scores_of_other_matcher_code_are_not_its_own(monkeypatch):
     assert now.identity() != made
 
 
-def test_the_code_digest_reads_the_modules_that_decide_the_verdicts(tmp_path, monkeypatch):
+def test_the_code_digest_reads_the_modules_that_decide_the_verdicts(monkeypatch):
     import qe.content.scorer as cs
 
     digest = cs.code_digest()
