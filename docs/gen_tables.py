@@ -298,9 +298,9 @@ def render_content_emnlp17_hand(ctx: Ctx) -> str:
         errors, false = int(src(r, "errors")), int(src(r, "errors_false"))
         unread = int(src(r, "errors_unread")) + int(src(r, "invented_unread"))
         share = f"{100 * (errors - false) / errors:.0f} %" if errors else "–"
-        rows.append([code(f"lexicon={src(r, 'lexicon')}"), src(r, "dataset"), f"{int(src(r, 'facts')):,}", src(r, "errors"),
-                     src(r, "errors_false"), share, src(r, "invented"), src(r, "invented_false"), str(unread),
-                     ctx.source_link(src, r)])
+        rows.append([code(f"lexicon={src(r, 'lexicon')}"), src(r, "dataset"), f"{int(src(r, 'facts')):,}",
+                     src(r, "errors"), src(r, "errors_false"), share, src(r, "invented"), src(r, "invented_false"),
+                     str(unread), ctx.source_link(src, r)])
     header = ["`coverage`", "outputs of", "facts checked", "errors (`omitted`, `wrong`)", "of them false (hand)",
               "errors right", "invented facts", "of them false (hand)", "not read by hand", "log"]
     return table(header, rows) + "\n\n" + ctx.note("emnlp17_verdict_labels")
