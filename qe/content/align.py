@@ -97,8 +97,8 @@ from qe.content.lexicon import (NEGATIONS, UNCHECKED_VALUES, Lexicon, SlotLexico
                                 norm_tokens, norm_value, raw_tokens, rules_lexicon, slot_cues, slot_kind,
                                 unexplained_spans)
 from qe.core.mr import TRIPLE_ACT, parse_acts
-from qe.core.surface import (entity_text, entity_variants, find_all, find_approx, norm_slot, property_words,
-                             tok_close_strict)
+from qe.core.surface import (NEGATING_PREFIXES, entity_text, entity_variants, find_all, find_approx, norm_slot,
+                             property_words, tok_close_strict)
 
 STATUSES = ("realised", "omitted", "wrong", "unchecked")
 #: tokens that end the scope of a negation cue (and of a value's context)
@@ -113,11 +113,8 @@ QUESTION_ACTS = frozenset({"request", "select"})
 NO_MATCH_ACTS = frozenset({"inform_no_match"})
 #: how many tokens before a binary slot's wording a negation cue may stand ("is not a family friendly")
 NEGATION_WINDOW = 4
-#: what links an elliptical clause to the one it shortens ("..., but the tecra b is not"), and the auxiliaries that
-#: stand for the predicate there (:meth:`Matcher._elliptical`)
+#: what links an elliptical clause to the one it shortens ("..., but the tecra b is not") (:meth:`Matcher._elliptical`)
 _ELLIPSIS_LINKS = frozenset({",", ";", "but", "and", "while", "whereas"})
-_ELLIPSIS_AUX = frozenset({"is", "are", "was", "were", "does", "do", "did", "has", "have", "can", "will", "would",
-                           "'s"})
 #: how many steps up the dependency parse a negation may stand from a binary slot's words and scope over them
 #: (:meth:`Matcher._negated_above`)
 NEGATION_DEPTH = 4
@@ -301,6 +298,10 @@ _AUXILIARIES = frozenset({"is", "are", "was", "were", "be", "'s", "'re", "should
                           "could", "may", "might", "must", "do", "does", "did", "really", "certainly"})
 
 
+#: the auxiliaries that stand for a predicate in an elliptical clause ("the tecra b *is* not", "the other *has*")
+_ELLIPSIS_AUX = (_AUXILIARIES | {"has", "have"}) - {"be", "really", "certainly"}
+
+
 def _negation_after(tokens: list[str], end: int) -> int | None:
     """The position of a negation cue right after ``end``, past auxiliaries only ("children are not allowed",
     "kids not welcome", "children should not visit"), or None."""
@@ -478,7 +479,7 @@ class Matcher:
                     # take "unfriendly" for a form of "friendly")
                     head, rest = _topic_word(names.get(key, key), tokens)
                     if head is not None:
-                        ents += [((head, p + rest[0]), key, {"no": 1}, "trigger") for p in ("un", "dis", "non")]
+                        ents += [((head, p + rest[0]), key, {"no": 1}, "trigger") for p in NEGATING_PREFIXES]
                     if words:
                         ents.append((words, key, None, "trigger"))
                     if head is not None and (head,) != tuple(words):
@@ -1228,8 +1229,9 @@ class Matcher:
                  for v in vals if v not in UNCHECKED_VALUES]
         if len(names) < 2:
             return None
-        referents = [tuple(n) for n in names if n] + [tuple(n[1:]) for n in names if len(n) > 1 and n[0] == "the"] \
-            + [tuple(norm_tokens(w)) for w in ("other one", "other", "latter", "former", "second one", "second")]
+        referents = [tuple(n) for n in names if n] + [tuple(n[1:]) for n in names if len(n) > 1 and n[0] == "the"]
+        referents += [tuple(norm_tokens(w)) for w in ("other one", "other", "latter", "former", "second one", "second")]
+        referents.sort(key=len, reverse=True)  # the longest that fits first
         for m, _ in said.get(key, []):
             if id(m) not in base_pol:
                 continue
@@ -1242,8 +1244,7 @@ class Matcher:
                     k += 1
                 start = k
                 p = k + (k < len(tokens) and tokens[k] == "the")
-                ref = next((r for r in sorted(referents, key=len, reverse=True)
-                            if tuple(tokens[p:p + len(r)]) == r), None)
+                ref = next((r for r in referents if tuple(tokens[p:p + len(r)]) == r), None)
                 if ref is None:
                     continue
                 q = p + len(ref)
